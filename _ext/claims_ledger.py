@@ -1,0 +1,277 @@
+"""Sphinx extension: the claims ledger page.
+
+Every chapter checks its predictions with :class:`nqf_lite.claims.Claims`,
+which appends one JSON line per claim to ``$NQF_CLAIMS_DIR/<chapter>.jsonl``
+while the notebook executes.  The directive ``{claims-ledger}`` marks where
+the ledger table goes.  Sphinx reads (and so executes) every document before
+it resolves and writes any of them, so the table is built at
+``doctree-resolved``, when every chapter has run and written its records.
+
+The build fails (a warning, an error under ``-W``, and an ``ExtensionError``
+at ``build-finished``) when a recorded claim failed, a record is malformed,
+or ``NQF_CLAIMS_DIR`` is set but holds no claim.  Without ``NQF_CLAIMS_DIR``
+the page says that the ledger is produced by the book build.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
+FIELDS = ("chapter", "key", "statement", "source", "prediction", "measured", "criterion", "passed")
+HEADERS = ("Chapter", "Key", "Claim", "Paper", "Prediction", "Measured", "Criterion", "Result")
+WIDTHS = (12, 10, 28, 9, 9, 9, 15, 8)
+
+logger = logging.getLogger(__name__)
+
+
+class claims_ledger_node(nodes.General, nodes.Element):
+    """Placeholder replaced by the ledger table at ``doctree-resolved``."""
+
+
+def read_claims(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Read every ``*.jsonl`` claim file in ``folder``.
+
+    Parameters
+    ----------
+    folder : Path
+        The ``NQF_CLAIMS_DIR`` of the build.
+
+    Returns
+    -------
+    records : list of dict
+        Valid records, sorted by chapter (file name) and kept in file order
+        within a chapter; a repeated ``(chapter, key)`` keeps the last record.
+    problems : list of str
+        One message per missing folder, unreadable line or malformed record.
+    """
+    if not folder.is_dir():
+        return [], [f"claims folder {folder} does not exist (no chapter recorded a claim)"]
+    records: dict[tuple[str, str], dict[str, Any]] = {}
+    problems = []
+    for path in sorted(folder.glob("*.jsonl")):
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            where = f"{path.name}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(f"{where}: not valid JSON ({exc})")
+                continue
+            missing = [f for f in FIELDS if not isinstance(rec, dict) or f not in rec]
+            if missing:
+                problems.append(f"{where}: record lacks field(s) {', '.join(missing)}")
+                continue
+            records.pop((rec["chapter"], rec["key"]), None)
+            records[(rec["chapter"], rec["key"])] = rec
+    ordered = sorted(records.values(), key=lambda r: r["chapter"])  # stable: file order kept
+    return ordered, problems
+
+
+def ledger_problems(records: list[dict[str, Any]]) -> list[str]:
+    """Messages for every failed claim, or for an empty ledger."""
+    if not records:
+        return ["the claims ledger is empty: no chapter recorded a claim"]
+    return [
+        f"claim {r['chapter']}:{r['key']} FAILED: {r['statement']} "
+        f"(measured {_fmt(r['measured'])}, criterion {r['criterion']})"
+        for r in records
+        if r["passed"] is not True
+    ]
+
+
+def summary_text(records: list[dict[str, Any]]) -> str:
+    """One sentence: how many claims, from how many chapters, how many pass."""
+    n = len(records)
+    chapters = len({r["chapter"] for r in records})
+    failed = sum(r["passed"] is not True for r in records)
+    head = f"{n} claim{'s' if n != 1 else ''} checked in {chapters} chapter{'s' if chapters != 1 else ''}: "
+    if failed:
+        return head + f"{failed} FAIL."
+    return head + "all pass."
+
+
+def _fmt(x: Any) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    return f"{v:.4g}" if math.isfinite(v) else str(v)
+
+
+def _cell(content: nodes.Node | str) -> nodes.entry:
+    entry = nodes.entry()
+    if isinstance(content, str):
+        content = nodes.paragraph(text=content)
+    elif not isinstance(content, nodes.paragraph):
+        content = nodes.paragraph("", "", content)
+    entry += content
+    return entry
+
+
+def ledger_table(
+    records: Iterable[dict[str, Any]],
+    chapter_link: Callable[[str], tuple[str, str] | None],
+) -> nodes.table:
+    """Build the ledger as a docutils table (a pure function of its inputs).
+
+    Parameters
+    ----------
+    records : iterable of dict
+        Claim records with the keys in :data:`FIELDS`.
+    chapter_link : callable
+        ``chapter_link(chapter) -> (title, refuri)`` for a chapter page, or
+        ``None`` when the chapter has no page (then its name is shown).
+
+    Returns
+    -------
+    docutils.nodes.table
+        One header row and one row per record; the row's id is
+        ``claim-<chapter>-<key>`` and its class ``claim-pass``/``claim-fail``.
+    """
+    table = nodes.table(classes=["claims-ledger"])
+    group = nodes.tgroup(cols=len(HEADERS))
+    table += group
+    for width in WIDTHS:
+        group += nodes.colspec(colwidth=width)
+    head = nodes.thead()
+    row = nodes.row()
+    for h in HEADERS:
+        row += _cell(h)
+    head += row
+    group += head
+    body = nodes.tbody()
+    for r in records:
+        ok = r["passed"] is True
+        row = nodes.row(
+            ids=[nodes.make_id(f"claim-{r['chapter']}-{r['key']}")],
+            classes=["claim-pass" if ok else "claim-fail"],
+        )
+        link = chapter_link(r["chapter"])
+        if link is None:
+            row += _cell(r["chapter"])
+        else:
+            title, uri = link
+            row += _cell(nodes.reference("", title, internal=True, refuri=uri))
+        row += _cell(nodes.literal(text=r["key"]))
+        row += _cell(str(r["statement"]))
+        row += _cell(str(r["source"]))
+        row += _cell(str(r["prediction"]))
+        row += _cell(_fmt(r["measured"]))
+        row += _cell(str(r["criterion"]))
+        row += _cell(nodes.strong(text="pass" if ok else "FAIL"))
+        body += row
+    group += body
+    return table
+
+
+def _claims_dir() -> Path | None:
+    folder = os.environ.get(CLAIMS_DIR_ENV)
+    return Path(folder).resolve() if folder else None
+
+
+class ClaimsLedgerDirective(SphinxDirective):
+    """``{claims-ledger}``: where the generated ledger table goes."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        docs = getattr(self.env, "claims_ledger_docs", set())
+        docs.add(self.env.docname)
+        self.env.claims_ledger_docs = docs
+        return [claims_ledger_node()]
+
+
+def _find_chapter_doc(app: Sphinx, chapter: str) -> str | None:
+    candidates = [f"notebooks/{chapter}", chapter]
+    candidates += sorted(d for d in app.env.found_docs if d.rsplit("/", 1)[-1] == chapter)
+    return next((d for d in candidates if d in app.env.found_docs), None)
+
+
+def _resolve(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    placeholders = list(doctree.findall(claims_ledger_node))
+    if not placeholders:
+        return
+    folder = _claims_dir()
+    if folder is None:
+        note = nodes.paragraph(
+            text=(
+                "This ledger is generated by the book build: it executes every chapter with "
+                f"{CLAIMS_DIR_ENV} set and lists here each claim the chapters checked."
+            )
+        )
+        for node in placeholders:
+            node.replace_self(note.deepcopy())
+        return
+    records, problems = read_claims(folder)
+    problems += ledger_problems(records)
+    for msg in problems:
+        logger.warning(msg, location=docname, type="claims", subtype="ledger")
+
+    def chapter_link(chapter: str) -> tuple[str, str] | None:
+        doc = _find_chapter_doc(app, chapter)
+        if doc is None:
+            logger.warning(
+                f"claims of chapter {chapter!r} have no page in the book",
+                location=docname, type="claims", subtype="chapter",
+            )
+            return None
+        title = app.env.titles[doc].astext() if doc in app.env.titles else chapter
+        return title, app.builder.get_relative_uri(docname, doc)
+
+    table = ledger_table(records, chapter_link)
+    summary = nodes.paragraph(classes=["claims-ledger-summary"])
+    summary += nodes.strong(text=summary_text(records))
+    for node in placeholders:
+        node.replace_self([summary.deepcopy(), table.deepcopy()])
+
+
+def _always_reread(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
+    """Re-read the ledger page every build: its content lives outside the sources."""
+    return sorted(getattr(env, "claims_ledger_docs", set()) - removed)
+
+
+def _purge(app: Sphinx, env: Any, docname: str) -> None:
+    getattr(env, "claims_ledger_docs", set()).discard(docname)
+
+
+def _merge(app: Sphinx, env: Any, docnames: set, other: Any) -> None:
+    docs = getattr(env, "claims_ledger_docs", set())
+    docs |= getattr(other, "claims_ledger_docs", set())
+    env.claims_ledger_docs = docs
+
+
+def _fail_build(app: Sphinx, exception: Exception | None) -> None:
+    """Fail the build after writing when the ledger has a problem."""
+    if exception is not None or not getattr(app.env, "claims_ledger_docs", None):
+        return
+    folder = _claims_dir()
+    if folder is None:
+        return
+    records, problems = read_claims(folder)
+    problems += ledger_problems(records)
+    if problems:
+        raise ExtensionError("claims ledger: " + "; ".join(problems))
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_node(claims_ledger_node)
+    app.add_directive("claims-ledger", ClaimsLedgerDirective)
+    app.connect("doctree-resolved", _resolve)
+    app.connect("env-get-outdated", _always_reread)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("build-finished", _fail_build)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

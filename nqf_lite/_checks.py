@@ -1,0 +1,89 @@
+"""Input validation shared by the package: clear errors, never a silent NaN."""
+
+from __future__ import annotations
+
+import numpy as np
+
+SYM_RTOL = 1e-10
+
+
+def as_array(name: str, value: object, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:
+    """Return ``value`` as a finite float64 array, checking its number of axes."""
+    if value is None:
+        raise TypeError(f"{name} must be an array, got None")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real numeric array, got {type(value).__name__}") from exc
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else ndim
+        if arr.ndim not in allowed:
+            want = " or ".join(str(a) for a in allowed)
+            raise ValueError(f"{name} must have {want} axes, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return arr
+
+
+def check_shape(name: str, arr: np.ndarray, shape: tuple) -> None:
+    """Raise ``ValueError`` unless ``arr.shape == shape``."""
+    if arr.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {arr.shape}")
+
+
+def check_symmetric(name: str, arr: np.ndarray) -> None:
+    """Raise unless ``arr`` is symmetric in its last two axes (relative tolerance)."""
+    if arr.shape[-1] != arr.shape[-2]:
+        raise ValueError(f"{name} must be square in its last two axes, got shape {arr.shape}")
+    scale = max(float(np.max(np.abs(arr), initial=0.0)), 1e-300)
+    asym = float(np.max(np.abs(arr - np.swapaxes(arr, -1, -2)), initial=0.0))
+    if asym > SYM_RTOL * scale:
+        raise ValueError(
+            f"{name} must be symmetric in its last two axes (max |X - X^T| = {asym:.3g}); "
+            "symmetrise it with (X + X^T)/2"
+        )
+
+
+def positive(name: str, value: object) -> float:
+    """Return ``value`` as a float, requiring it to be finite and > 0."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a positive number, got {value!r}") from exc
+    if not np.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return v
+
+
+def nonnegative(name: str, value: object) -> float:
+    """Return ``value`` as a float, requiring it to be finite and >= 0."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a non-negative number, got {value!r}") from exc
+    if not np.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    return v
+
+
+def width(name: str, value: object) -> int:
+    """Return ``value`` as a positive int (a number of neurons)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1 (a width of at least one neuron), got {value}")
+    return int(value)
+
+
+def batch_indices(batch: object, m: int) -> np.ndarray:
+    """Validate a minibatch: ``None`` (all samples) or a 1-D int array of indices in [0, m)."""
+    if batch is None:
+        return np.arange(m)
+    arr = np.asarray(batch)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"batch must be a non-empty 1-D array of sample indices, got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"batch must hold integer sample indices, got dtype {arr.dtype}")
+    if arr.min() < 0 or arr.max() >= m:
+        raise ValueError(f"batch indices must lie in [0, {m}), got range [{arr.min()}, {arr.max()}]")
+    return arr

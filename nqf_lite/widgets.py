@@ -1,0 +1,131 @@
+"""Interactive figures that still work in the static HTML book.
+
+The book is executed once at build time and then served as plain HTML, with no
+Python kernel behind it.  A slider whose callback redraws a matplotlib figure
+would therefore be dead on the page.  :func:`slider_explorer` avoids Python
+callbacks altogether: it renders the figure for every slider position up
+front, stacks the PNG images, and ties the slider to the stack with a
+JavaScript link (``ipywidgets.jslink``).  The widget state saved in the
+executed notebook then carries everything the browser needs.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+__all__ = ["slider_explorer"]
+
+
+def _png(fig: Figure) -> bytes:
+    """Return ``fig`` as PNG bytes and close it."""
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def _labels(values: Sequence[Any], fmt: str) -> list[str]:
+    """Format every slider value with ``fmt`` (a ``str.format`` pattern)."""
+    labels = []
+    for v in values:
+        try:
+            labels.append(fmt.format(v))
+        except (IndexError, KeyError, ValueError, TypeError) as exc:
+            raise ValueError(
+                f"fmt={fmt!r} cannot format value {v!r}: {exc}"
+            ) from exc
+    return labels
+
+
+def slider_explorer(
+    render: Callable[[Any], Figure],
+    values: Sequence[Any],
+    *,
+    description: str,
+    fmt: str = "{:g}",
+    index: int = 0,
+) -> widgets.Widget:
+    """A slider that flips through pre-rendered figures, kernel-free.
+
+    ``render(value)`` is called once per entry of ``values``; every figure is
+    saved to PNG and closed.  The images sit in an :class:`ipywidgets.Stack`
+    whose ``selected_index`` is linked in the browser (``jslink``) to the
+    ``index`` of a :class:`ipywidgets.SelectionSlider`, so moving the slider
+    works in the static HTML page as well as in a live notebook.
+
+    Parameters
+    ----------
+    render : callable
+        ``render(value) -> matplotlib.figure.Figure``; a new figure per call.
+    values : sequence
+        The slider positions (at least one), in display order.
+    description : str
+        Slider label, e.g. ``"lr"`` or ``"time t"``.
+    fmt : str
+        ``str.format`` pattern turning a value into its slider label.
+    index : int
+        Position shown first, ``0 <= index < len(values)``.
+
+    Returns
+    -------
+    ipywidgets.VBox
+        ``children == (slider, stack)``; ``stack.children`` are the
+        :class:`ipywidgets.Image` widgets, one per value.
+
+    Raises
+    ------
+    TypeError
+        If ``render`` is not callable, ``description``/``fmt`` are not strings,
+        ``index`` is not an int, or ``render`` does not return a Figure.
+    ValueError
+        If ``values`` is empty, ``index`` is out of range or ``fmt`` cannot
+        format a value.
+    """
+    if not callable(render):
+        raise TypeError(f"render must be callable (value -> Figure), got {render!r}")
+    if not isinstance(description, str):
+        raise TypeError(f"description must be a string, got {description!r}")
+    if not isinstance(fmt, str):
+        raise TypeError(f"fmt must be a str.format pattern, got {fmt!r}")
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"values must be a sequence (list, tuple, array), got {type(values).__name__}")
+    values = list(values)
+    if not values:
+        raise ValueError("values must hold at least one slider position, got an empty sequence")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise TypeError(f"index must be an int, got {index!r}")
+    if not 0 <= index < len(values):
+        raise ValueError(f"index must satisfy 0 <= index < {len(values)}, got {index}")
+    labels = _labels(values, fmt)
+
+    images = []
+    for v in values:
+        fig = render(v)
+        if not isinstance(fig, Figure):
+            plt.close("all")
+            raise TypeError(
+                f"render({v!r}) must return a matplotlib Figure, got {type(fig).__name__}"
+            )
+        images.append(
+            widgets.Image(value=_png(fig), format="png", layout=widgets.Layout(max_width="100%"))
+        )
+
+    stack = widgets.Stack(images, selected_index=index)
+    slider = widgets.SelectionSlider(
+        options=[(label, i) for i, label in enumerate(labels)],
+        index=index,
+        description=description,
+        continuous_update=True,
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width="min(32rem, 100%)"),
+    )
+    widgets.jslink((slider, "index"), (stack, "selected_index"))
+    return widgets.VBox([slider, stack])

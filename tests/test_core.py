@@ -1,0 +1,414 @@
+"""Tests of the core: expand (Thm 1, Eq. 20), NQF training (Thm 2) and compression (Thm 3)."""
+
+import numpy as np
+import pytest
+import torch
+
+from nqf_lite import (
+    NQF,
+    NotSmoothError,
+    NotSymmetricError,
+    compress,
+    data_subspace,
+    expand,
+    expand_dataset,
+    k_V,
+    moments,
+    realize_moments,
+)
+
+# ----------------------------------------------------------------- modules used below
+K = 4
+
+
+def mlp(act):
+    def f(W, x):
+        return (W[K] * act(x @ W[:K])).sum()
+
+    return f
+
+
+def mlp_vec(n_out):
+    def f(W, x):
+        return W[K : K + n_out] @ torch.tanh(x @ W[:K])
+
+    return f
+
+
+def random_smooth_module(p, seed):
+    """A random C^infinity symmetric module with g, B != 0: sum_i phi(w_i) + psi(mu)."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(p, generator=g)
+    S = torch.randn(p, p, generator=g)
+    c = torch.randn(p, generator=g)
+    T = torch.randn(p, p, generator=g)
+
+    def f(W, x):
+        per = torch.tanh(W.T @ a + x) * (W.T @ c) + torch.einsum("id,ij,jd->d", W, S, W)
+        mu = W.sum(1)
+        return per.sum() + torch.sin(mu @ c + x) + torch.cos(mu @ T @ mu)
+
+    return f
+
+
+def hessian_fd(F, n, h=1e-4):
+    """Central finite-difference Hessian of a scalar numpy function at 0."""
+    E = np.eye(n) * h
+    H = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            H[i, j] = (F(E[i] + E[j]) - F(E[i] - E[j]) - F(-E[i] + E[j]) + F(-E[i] - E[j])) / (4 * h * h)
+    return H
+
+
+# ----------------------------------------------------------------------------- moments
+def test_moments_definition(rng):
+    W = rng.standard_normal((3, 5))
+    M, mu = moments(W)
+    assert np.allclose(M, sum(np.outer(W[:, i], W[:, i]) for i in range(5)), atol=1e-14)
+    assert np.allclose(mu, W[:, 0] + W[:, 1] + W[:, 2] + W[:, 3] + W[:, 4], atol=1e-14)
+
+
+def test_moments_rejects_bad_input():
+    with pytest.raises(ValueError, match="W must have 2 axes"):
+        moments(np.ones(3))
+    with pytest.raises(ValueError, match="NaN"):
+        moments(np.array([[1.0, np.nan]]))
+
+
+# ------------------------------------------------------------------------------ expand
+def test_expand_tanh_mlp_matches_proposition_1():
+    x = torch.tensor([0.3, -1.2, 0.7, 2.0])
+    e = expand(mlp(torch.tanh), x, K + 1)
+    A = np.zeros((K + 1, K + 1))
+    A[:K, K] = A[K, :K] = x.numpy() / 2  # tanh'(0) = 1
+    assert np.max(np.abs(e.A - A)) < 1e-12
+    assert e.zgz and e.V is None and e.p == K + 1
+    assert float(e.f0) == 0.0
+
+
+def test_expand_sigmoid_has_linear_term():
+    x = torch.tensor([0.3, -1.2, 0.7, 2.0])
+    e = expand(mlp(torch.sigmoid), x, K + 1)
+    g = np.zeros(K + 1)
+    g[K] = 0.5  # sigma(0) on the readout
+    assert np.max(np.abs(e.g - g)) < 1e-12
+    assert np.max(np.abs(e.A[:K, K] - x.numpy() / 8)) < 1e-12  # sigmoid'(0) = 1/4
+    assert not e.zgz
+    assert "ZGZ violated" in str(e)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_expand_against_finite_differences(seed):
+    p, d = 3, 2
+    f = random_smooth_module(p, seed)
+    x = 0.4 * seed - 0.3
+    e = expand(f, torch.tensor(x), p)
+
+    def F(theta):
+        return f(torch.as_tensor(theta).reshape(d, p).T, torch.tensor(x)).item()
+
+    H = hessian_fd(F, d * p)
+    assert np.max(np.abs(H[:p, :p] / 2 - (e.A + e.B))) < 1e-6  # A_s = A + B
+    assert np.max(np.abs(H[:p, p:] / 2 - e.B)) < 1e-6
+    grad = np.array([(F(np.eye(d * p)[i] * 1e-6) - F(-np.eye(d * p)[i] * 1e-6)) / 2e-6 for i in range(p)])
+    assert np.max(np.abs(grad - e.g)) < 1e-6
+    assert abs(float(e.f0) - F(np.zeros(d * p))) < 1e-14
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_expansion_error_is_cubic(seed):
+    p = 3
+    f = random_smooth_module(p, seed)
+    x = torch.tensor(0.2)
+    e = expand(f, x, p)
+    W = np.random.default_rng(seed).standard_normal((p, 5))
+    errs = [abs(f(torch.as_tensor(h * W), x).item() - e.predict(h * W)) for h in (1e-1, 1e-2)]
+    slope = np.log10(errs[0] / errs[1])
+    assert 2.7 < slope < 3.3
+
+
+def test_expand_vector_output():
+    x = torch.tensor([0.3, -1.2, 0.7, 2.0])
+    e = expand(mlp_vec(3), x, K + 3)
+    assert e.A.shape == (3, K + 3, K + 3) and e.V == 3 and e.g.shape == (3, K + 3)
+    for o in range(3):
+        A = np.zeros((K + 3, K + 3))
+        A[:K, K + o] = A[K + o, :K] = x.numpy() / 2
+        assert np.max(np.abs(e.A[o] - A)) < 1e-12
+
+
+def test_expand_rejects_relu_at_origin():
+    x = torch.tensor([0.3, -1.2, 0.7, 2.0])
+    with pytest.raises(NotSmoothError, match="not differentiable at W = 0"):
+        expand(mlp(torch.relu), x, K + 1)
+
+
+def test_expand_rejects_non_symmetric_module():
+    def f(W, x):  # neuron 0 is special
+        return (W[:, 0] ** 2).sum() + (W[:, 1:] ** 2).sum() * 2
+
+    with pytest.raises(NotSymmetricError, match="symmetric"):
+        expand(f, None, 2)
+
+
+def test_expand_rejects_symmetric_looking_hessian_but_asymmetric_function():
+    def f(W, x):  # equal derivatives at 0 but the first neuron enters a quartic term alone
+        return (W**2).sum() + W[0, 0] ** 4
+
+    with pytest.raises(NotSymmetricError, match="permut"):
+        expand(f, None, 2)
+
+
+def test_expand_bad_arguments():
+    f = mlp(torch.tanh)
+    x = torch.zeros(K)
+    with pytest.raises(TypeError, match="callable"):
+        expand(3, x, K + 1)
+    with pytest.raises(TypeError, match="p must be a positive integer"):
+        expand(f, x, 2.5)
+    with pytest.raises(ValueError, match="d must be >= 2"):
+        expand(f, x, K + 1, d=1)
+    with pytest.raises(TypeError, match="torch tensor"):
+        expand(lambda W, x: 1.0, x, 2)
+    with pytest.raises(ValueError, match="scalar or a \\(V,\\) vector"):
+        expand(lambda W, x: W @ W.T, x, 2)
+
+
+def test_expand_dataset_stacks():
+    xs = [torch.randn(K, generator=torch.Generator().manual_seed(i)) for i in range(4)]
+    model = expand_dataset(mlp(torch.tanh), xs, K + 1)
+    assert model.A.shape == (4, K + 1, K + 1) and model.zgz
+    assert np.allclose(model.A[2, :K, K], xs[2].numpy() / 2, atol=1e-14)
+
+
+# -------------------------------------------------------------------------- NQF basics
+def random_model(rng, m=10, p=5, V=None, general=False, scale=0.3):
+    shape = (m, p, p) if V is None else (m, V, p, p)
+    A = rng.standard_normal(shape) * scale
+    A = A + np.swapaxes(A, -1, -2)
+    if not general:
+        return NQF(A)
+    B = rng.standard_normal(shape) * scale
+    B = B + np.swapaxes(B, -1, -2)
+    g = rng.standard_normal(shape[:-1]) * scale
+    f0 = rng.standard_normal(shape[:-2])
+    return NQF(A, g=g, B=B, f0=f0)
+
+
+def test_predict_matches_neuron_sum(rng):
+    model = random_model(rng, general=True)
+    W = rng.standard_normal((5, 3))
+    direct = [
+        model.f0[n]
+        + model.g[n] @ W.sum(1)
+        + W.sum(1) @ model.B[n] @ W.sum(1)
+        + sum(W[:, i] @ model.A[n] @ W[:, i] for i in range(3))
+        for n in range(model.m)
+    ]
+    assert np.max(np.abs(model.predict_W(W) - direct)) < 1e-12
+
+
+def test_gradient_matches_torch_autograd(rng):
+    model = random_model(rng, V=2, general=True)
+    y = rng.standard_normal((10, 2))
+    W = rng.standard_normal((5, 4))
+    batch = np.array([1, 4, 7])
+    Wt = torch.tensor(W, requires_grad=True)
+    mu = Wt.sum(1)
+    A, B, g, f0 = (torch.tensor(a) for a in (model.A, model.B, model.g, model.f0))
+    f = f0 + g @ mu + torch.einsum("novij,i,j->nov".replace("v", ""), B, mu, mu) + torch.einsum(
+        "noij,ij->no", A, Wt @ Wt.T
+    )
+    loss = ((f[batch] - torch.tensor(y)[batch]) ** 2).sum() / len(batch)
+    loss.backward()
+    assert np.max(np.abs(model.grad_W(W, y, batch=batch) - Wt.grad.numpy())) < 1e-12
+    assert abs(model.loss_W(W, y, batch=batch) - loss.item()) < 1e-12
+
+
+@pytest.mark.parametrize("V", [None, 3])
+@pytest.mark.parametrize("general", [False, True])
+def test_closed_step_equals_explicit_step(rng, V, general):
+    model = random_model(rng, V=V, general=general, scale=0.1)
+    y = rng.standard_normal((10,) if V is None else (10, V))
+    W = 0.2 * rng.standard_normal((5, 7))
+    M, mu = moments(W)
+    for step in range(300):
+        batch = rng.choice(10, 4, replace=False) if step % 2 else None
+        W = model.gd_step(W, y, 0.05, batch=batch, weight_decay=0.01)
+        M, mu = model.closed_step(M, mu, 7, y, 0.05, batch=batch, weight_decay=0.01)
+    M_w, mu_w = moments(W)
+    assert np.max(np.abs(M - M_w)) < 1e-10
+    assert np.max(np.abs(mu - mu_w)) < 1e-10
+
+
+@pytest.mark.parametrize("minibatch", [False, True])
+def test_closure_across_widths_zgz(rng, minibatch):
+    """Theorem 2: widths 3 and 40 from the same (M, mu) predict identically at every step."""
+    model = random_model(rng, m=12, p=4, scale=0.2)
+    y = rng.standard_normal(12)
+    W0 = 0.1 * rng.standard_normal((4, 3))
+    M0, mu0 = moments(W0)
+    Wa, Wb = W0, realize_moments(M0, mu0, 40, rng=1)
+    worst = 0.0
+    for _ in range(400):
+        batch = rng.choice(12, 5, replace=False) if minibatch else None
+        Wa = model.gd_step(Wa, y, 0.05, batch=batch)
+        Wb = model.gd_step(Wb, y, 0.05, batch=batch)
+        worst = max(worst, np.max(np.abs(model.predict_W(Wa) - model.predict_W(Wb))))
+    assert worst < 1e-10
+    assert model.loss_W(Wa, y) < 0.9 * model.loss_W(W0, y)  # it did learn
+
+
+def test_general_nqf_width_matters_unless_rescaled(rng):
+    """With g, B != 0 the width enters through d*v; Theorem 3's rescaling removes it."""
+    model = random_model(rng, m=8, p=4, general=True, scale=0.1)
+    y = rng.standard_normal(8)
+    d, d2 = 30, 6
+    naive = 0.1 * rng.standard_normal((4, d2))
+    M, mu = moments(naive)
+    Wa = realize_moments(M, mu, d, rng=2)  # same (M, mu), wider
+    ratio = d / d2
+    scaled = realize_moments(M * ratio, mu, d2, rng=2)  # M~ = (d/d') M
+    scaled_model = NQF(model.A / ratio, g=model.g, B=model.B, f0=model.f0)
+    gap_naive = gap_scaled = 0.0
+    for _ in range(200):
+        batch = rng.choice(8, 3, replace=False)
+        Wa = model.gd_step(Wa, y, 0.005, batch=batch)
+        naive = model.gd_step(naive, y, 0.005, batch=batch)
+        scaled = scaled_model.gd_step(scaled, y, 0.005 * ratio, batch=batch)
+        ref = model.predict_W(Wa)
+        gap_naive = max(gap_naive, np.max(np.abs(ref - model.predict_W(naive))))
+        gap_scaled = max(gap_scaled, np.max(np.abs(ref - scaled_model.predict_W(scaled))))
+    assert gap_naive > 1e-2
+    assert gap_scaled < 1e-10
+
+
+def test_nqf_rejects_bad_input(rng):
+    A = rng.standard_normal((3, 4, 4))
+    with pytest.raises(ValueError, match="A must be symmetric"):
+        NQF(A)
+    A = A + np.swapaxes(A, -1, -2)
+    with pytest.raises(ValueError, match="A must have 3 or 4 axes"):
+        NQF(A[0])
+    with pytest.raises(ValueError, match="A contains NaN"):
+        NQF(np.where(A > 1, np.nan, A))
+    with pytest.raises(ValueError, match="g must have shape"):
+        NQF(A, g=np.zeros((3, 5)))
+    with pytest.raises(TypeError, match="A must be a real numeric array"):
+        NQF("not an array")
+    model = NQF(A)
+    W = rng.standard_normal((4, 2))
+    with pytest.raises(ValueError, match="W must have shape \\(p=4, d\\)"):
+        model.gd_step(rng.standard_normal((5, 2)), np.zeros(3), 0.1)
+    with pytest.raises(ValueError, match="lr must be finite and > 0"):
+        model.gd_step(W, np.zeros(3), 0.0)
+    with pytest.raises(ValueError, match="lr must be finite and > 0"):
+        model.closed_step(*moments(W), 2, np.zeros(3), -1.0)
+    with pytest.raises(ValueError, match="d must be >= 1"):
+        model.closed_step(*moments(W), 0, np.zeros(3), 0.1)
+    with pytest.raises(ValueError, match="y must have shape \\(3,\\)"):
+        model.loss_W(W, np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="y contains NaN"):
+        model.loss_W(W, np.array([0.0, np.inf, 1.0]))
+    with pytest.raises(ValueError, match="batch indices must lie in"):
+        model.gd_step(W, np.zeros(3), 0.1, batch=np.array([0, 3]))
+    with pytest.raises(TypeError, match="integer sample indices"):
+        model.gd_step(W, np.zeros(3), 0.1, batch=np.array([0.5]))
+    with pytest.raises(ValueError, match="weight_decay must be finite and >= 0"):
+        model.gd_step(W, np.zeros(3), 0.1, weight_decay=-1)
+
+
+def test_vector_model_rejects_scalar_labels(rng):
+    model = random_model(rng, m=3, p=4, V=2)
+    with pytest.raises(ValueError, match="V = 2"):
+        model.loss_W(rng.standard_normal((4, 2)), np.zeros(3))
+
+
+# ----------------------------------------------------------------------- realize_moments
+def test_realize_moments_is_exact(rng):
+    W = rng.standard_normal((5, 3))
+    M, mu = moments(W)
+    for d in (3, 4, 50):
+        W2 = realize_moments(M, mu, d, rng=d)
+        M2, mu2 = moments(W2)
+        assert W2.shape == (5, d)
+        assert np.max(np.abs(M2 - M)) < 1e-12 and np.max(np.abs(mu2 - mu)) < 1e-12
+
+
+def test_realize_moments_rejects_impossible(rng):
+    W = rng.standard_normal((5, 6))
+    W -= W.mean(axis=1, keepdims=True)  # mu = 0, rank-5 M
+    M, mu = moments(W)
+    with pytest.raises(ValueError, match="needs width >= 6"):
+        realize_moments(M, mu, 3)
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        realize_moments(np.zeros((2, 2)), np.ones(2), 3)
+    with pytest.raises(ValueError, match="mu must have shape"):
+        realize_moments(M, np.ones(4), 8)
+
+
+# ------------------------------------------------------------------------- compression
+def low_rank_model(rng, m=9, p=12, q=4, V=None, general=True):
+    basis = np.linalg.qr(rng.standard_normal((p, q)))[0]
+    lead = (m,) if V is None else (m, V)
+    core = rng.standard_normal(lead + (q, q))
+    A = np.einsum("ia,...ab,jb->...ij", basis, core + np.swapaxes(core, -1, -2), basis) * 0.1
+    if not general:
+        return NQF(A), basis
+    core = rng.standard_normal(lead + (q, q))
+    B = np.einsum("ia,...ab,jb->...ij", basis, core + np.swapaxes(core, -1, -2), basis) * 0.05
+    g = rng.standard_normal(lead + (q,)) @ basis.T * 0.1
+    return NQF(A, g=g, B=B, f0=rng.standard_normal(lead)), basis
+
+
+def test_data_subspace_dimension(rng):
+    model, basis = low_rank_model(rng)
+    V = data_subspace(model)
+    assert k_V(model) == 4 and V.shape == (12, 4)
+    assert np.max(np.abs(V @ V.T - basis @ basis.T)) < 1e-10
+
+
+@pytest.mark.parametrize("V", [None, 2])
+@pytest.mark.parametrize("general", [False, True])
+def test_compression_is_exact_for_hundreds_of_steps(rng, V, general):
+    model, _ = low_rank_model(rng, V=V, general=general)
+    y = rng.standard_normal((9,) if V is None else (9, V))
+    lr = 2e-4 if general else 1e-2  # the d*v term of Eq. 23 grows with the width
+    W = 0.01 * rng.standard_normal((12, 1000))
+    small, Ws, lr_s = compress(model, W, lr)
+    assert Ws.shape == (12, 5) and np.isclose(lr_s, lr * 1000 / 5)
+    loss0 = model.loss_W(W, y)
+    worst = 0.0
+    for step in range(300):
+        batch = rng.choice(9, 4, replace=False) if step % 3 else None
+        W = model.gd_step(W, y, lr, batch=batch)
+        Ws = small.gd_step(Ws, y, lr_s, batch=batch)
+        worst = max(worst, np.max(np.abs(model.predict_W(W) - small.predict_W(Ws))))
+    assert worst < 1e-10
+    assert model.loss_W(W, y) < 0.9 * loss0  # it trained
+
+
+def test_compression_not_preserved_off_the_data_span(rng):
+    model, _ = low_rank_model(rng, general=False)
+    y = rng.standard_normal(9)
+    W = 0.3 * rng.standard_normal((12, 200))
+    small, Ws, lr_s = compress(model, W, 0.01)
+    A_test = rng.standard_normal((5, 12, 12))
+    test, test_small = NQF(A_test + np.swapaxes(A_test, 1, 2)), None
+    test_small = NQF(test.A * 5 / 200)
+    for _ in range(100):
+        W = model.gd_step(W, y, 0.01)
+        Ws = small.gd_step(Ws, y, lr_s)
+    assert np.max(np.abs(model.predict_W(W) - small.predict_W(Ws))) < 1e-10
+    assert np.max(np.abs(test.predict_W(W) - test_small.predict_W(Ws))) > 1e-2
+
+
+def test_compress_rejects_small_width(rng):
+    model, _ = low_rank_model(rng)
+    with pytest.raises(ValueError, match="nothing to compress"):
+        compress(model, rng.standard_normal((12, 5)), 0.1)
+    with pytest.raises(ValueError, match="lr must be finite and > 0"):
+        compress(model, rng.standard_normal((12, 50)), 0.0)
+    with pytest.raises(TypeError, match="model must be an NQF"):
+        compress("model", rng.standard_normal((12, 50)), 0.1)
