@@ -15,6 +15,7 @@ the page says that the ledger is produced by the book build.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -30,8 +31,8 @@ from sphinx.util.docutils import SphinxDirective
 
 CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
 FIELDS = ("chapter", "key", "statement", "source", "prediction", "measured", "criterion", "passed")
-HEADERS = ("Chapter", "Key", "Claim", "Paper", "Prediction", "Measured", "Criterion", "Result")
-WIDTHS = (12, 10, 28, 9, 9, 9, 15, 8)
+HEADERS = ("Claim (key)", "Paper", "Prediction", "Measured", "Criterion", "Result")
+WIDTHS = (40, 12, 11, 11, 18, 8)
 
 logger = logging.getLogger(__name__)
 
@@ -127,10 +128,15 @@ def ledger_table(
 ) -> nodes.table:
     """Build the ledger as a docutils table (a pure function of its inputs).
 
+    Records are grouped by chapter: a chapter row (class ``claims-chapter``,
+    one cell spanning the table, linking to the chapter) heads the rows of its
+    claims.  A claim row shows the statement with its key below it, the paper
+    source, the prediction, the measured value, the criterion and the result.
+
     Parameters
     ----------
     records : iterable of dict
-        Claim records with the keys in :data:`FIELDS`.
+        Claim records with the keys in :data:`FIELDS`, sorted by chapter.
     chapter_link : callable
         ``chapter_link(chapter) -> (title, refuri)`` for a chapter page, or
         ``None`` when the chapter has no page (then its name is shown).
@@ -138,8 +144,9 @@ def ledger_table(
     Returns
     -------
     docutils.nodes.table
-        One header row and one row per record; the row's id is
-        ``claim-<chapter>-<key>`` and its class ``claim-pass``/``claim-fail``.
+        One header row, then per chapter one chapter row and one row per
+        claim; a claim row's id is ``claim-<chapter>-<key>`` and its class
+        ``claim-pass`` or ``claim-fail``.
     """
     table = nodes.table(classes=["claims-ledger"])
     group = nodes.tgroup(cols=len(HEADERS))
@@ -153,20 +160,29 @@ def ledger_table(
     head += row
     group += head
     body = nodes.tbody()
+    chapter = None
     for r in records:
+        if r["chapter"] != chapter:
+            chapter = r["chapter"]
+            link = chapter_link(chapter)
+            label = (
+                nodes.Text(chapter)
+                if link is None
+                else nodes.reference("", link[0], internal=True, refuri=link[1])
+            )
+            heading = nodes.row(classes=["claims-chapter"])
+            cell = _cell(nodes.strong("", "", label))
+            cell["morecols"] = len(HEADERS) - 1
+            heading += cell
+            body += heading
         ok = r["passed"] is True
         row = nodes.row(
             ids=[nodes.make_id(f"claim-{r['chapter']}-{r['key']}")],
             classes=["claim-pass" if ok else "claim-fail"],
         )
-        link = chapter_link(r["chapter"])
-        if link is None:
-            row += _cell(r["chapter"])
-        else:
-            title, uri = link
-            row += _cell(nodes.reference("", title, internal=True, refuri=uri))
-        row += _cell(nodes.literal(text=r["key"]))
-        row += _cell(str(r["statement"]))
+        claim = _cell(str(r["statement"]))
+        claim += nodes.paragraph("", "", nodes.literal(text=r["key"]), classes=["claim-key"])
+        row += claim
         row += _cell(str(r["source"]))
         row += _cell(str(r["prediction"]))
         row += _cell(_fmt(r["measured"]))
@@ -220,6 +236,7 @@ def _resolve(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     for msg in problems:
         logger.warning(msg, location=docname, type="claims", subtype="ledger")
 
+    @functools.cache  # one warning per missing chapter, not per row
     def chapter_link(chapter: str) -> tuple[str, str] | None:
         doc = _find_chapter_doc(app, chapter)
         if doc is None:

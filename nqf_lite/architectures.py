@@ -8,26 +8,23 @@ Next to each factory sits the closed-form structure matrix of the paper's
 proposition as a NumPy function, so that the autograd coefficients of
 :func:`nqf_lite.expand` can be checked against the algebra:
 
-========================  ==================  ==============================
-module (factory)          closed form         paper
-========================  ==================  ==============================
-:func:`mlp`               :func:`A_mlp`,      Prop. 1, Eqs. 5-6; App. B.2
-                          :func:`g_mlp`
-:func:`cnn`               :func:`A_cnn`       Prop. 6, Eqs. 15-16
-:func:`mha`               :func:`A_mha`       Prop. 2, Eqs. 7-8
-:func:`qk_head`           :func:`A_qk`        Prop. 3, Eqs. 9-10
-:func:`logits_head`       :func:`A_logits`    Prop. 4, Eqs. 11-12
-:func:`moe`               :func:`A_moe`       Prop. 5, Eqs. 13-14
-:func:`mean_field_mlp`    :func:`coeffs_mean_field_mlp`  App. B.1, Eq. 20
-========================  ==================  ==============================
+- :func:`mlp` with :func:`A_mlp`, :func:`g_mlp`: Prop. 1, Eqs. 5-6; App. B.2;
+- :func:`cnn` with :func:`A_cnn`: Prop. 6, Eqs. 15-16;
+- :func:`mha` with :func:`A_mha`, :func:`mha_quartic`: Prop. 2, Eqs. 7-8;
+- :func:`qk_head` with :func:`A_qk`: Prop. 3, Eqs. 9-10;
+- :func:`logits_head` with :func:`A_logits`: Prop. 4, Eqs. 11-12;
+- :func:`moe` with :func:`A_moe`: Prop. 5, Eqs. 13-14;
+- :func:`mean_field_mlp` with :func:`coeffs_mean_field_mlp`: a module with
+  ``g, B != 0`` (App. B.1, Eq. 20).
 
 Vectorisation is column-major throughout (``vec(A X B) = (Bᵀ ⊗ A) vec(X)``):
 matrix entry ``[a, b]`` of an ``r x c`` block sits at offset ``a + r*b``.
 
 The module also holds the feed-forward block form of Eqs. 17-19
-(:func:`feedforward_blocks`, :func:`representation`) and the two helpers the
+(:func:`feedforward_blocks`, :func:`representation`), the two helpers the
 chapters use to measure truncation orders (:func:`truncation_error`,
-:func:`loglog_slope`).
+:func:`loglog_slope`) and a picture of A's block sparsity
+(:func:`plot_structure`).
 """
 
 from __future__ import annotations
@@ -76,6 +73,7 @@ __all__ = [
     "representation",
     "loglog_slope",
     "truncation_error",
+    "plot_structure",
 ]
 
 _LN2 = math.log(2.0)
@@ -510,7 +508,10 @@ def cnn(
         img = _t(X)
         img = img[None] if img.ndim == 2 else img
         if img.ndim != 3 or img.shape[0] != C or img.shape[1] < kh or img.shape[2] < kw:
-            raise ValueError(f"X must have shape ({C}, H>={kh}, W>={kw}) (or (H, W) for one channel), got {tuple(_t(X).shape)}")
+            raise ValueError(
+                f"X must have shape ({C}, H>={kh}, W>={kw}) (or (H, W) for one channel), "
+                f"got {tuple(_t(X).shape)}"
+            )
         b = layout.unpack(W)
         filt = b["k"].reshape(-1, C, kh, kw)
         pooled = phi(F.conv2d(img[None], filt)).sum(dim=(0, 2, 3))  # (d,)
@@ -978,3 +979,39 @@ def truncation_error(
                 approx = approx + np.asarray(correction(We), dtype=float)
             errs.append(float(np.linalg.norm(np.atleast_1d(exact - approx))))
     return np.array(errs)
+
+
+def plot_structure(ax: Any, A: Any, layout: Layout, title: str | None = None) -> Any:
+    """Draw ``|A|`` with the neuron's parameter blocks marked and named.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    A : array_like, shape (p, p)
+        One structure matrix (pick one output of a vector module).
+    layout : Layout
+        The neuron layout, for block boundaries and tick labels.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+    """
+    A = np.abs(np.asarray(A, dtype=float))
+    if A.shape != (layout.p, layout.p):
+        raise ValueError(
+            f"A must have shape ({layout.p}, {layout.p}) for layout {layout.names}, got {A.shape}"
+        )
+    im = ax.imshow(A, cmap="Blues", interpolation="nearest")
+    centres = []
+    for start, stop, _ in layout.edges():
+        if start > 0:
+            ax.axhline(start - 0.5, color="0.4", lw=0.7)
+            ax.axvline(start - 0.5, color="0.4", lw=0.7)
+        centres.append((start + stop - 1) / 2)
+    ax.set_xticks(centres, layout.names, fontsize=7, rotation=90)
+    ax.set_yticks(centres, layout.names, fontsize=7)
+    ax.grid(False)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return im

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Claim", "ClaimFailed", "Claims", "CLAIMS_DIR_ENV"]
+__all__ = ["Claim", "ClaimFailed", "Claims", "CLAIMS_DIR_ENV", "glue"]
 
 CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
 
@@ -50,12 +50,20 @@ def _as_float(name: str, value: object) -> float:
     return out
 
 
-def _glue(key: str, value: float) -> None:
+def glue(key: str, value: object, display: bool = False) -> None:
+    """Glue ``value`` under ``key`` for the prose (``{glue:text}`key`:.3g``).
+
+    A thin wrapper of ``myst_nb.glue`` that turns numpy scalars into Python
+    numbers (so format specs work) and does nothing where myst-nb is not
+    installed (Colab, Binder), so chapters run anywhere.
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
     try:
-        from myst_nb import glue
-    except ImportError:  # Colab or a bare kernel: nothing to glue into
+        from myst_nb import glue as _myst_glue
+    except ImportError:  # a bare kernel: there is no page to glue into
         return
-    glue(key, value, display=False)
+    _myst_glue(key, value, display=display)
 
 
 class Claims:
@@ -152,7 +160,7 @@ class Claims:
         claim = Claim(self.chapter, key, statement, source, pred, m, criterion, passed)
         self.records.append(claim)
         self._write(claim)
-        _glue(key, m)
+        glue(key, m)
         if not passed:
             raise ClaimFailed(
                 f"[{self.chapter}:{key}] {statement}: measured {m:.6g}, "

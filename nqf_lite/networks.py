@@ -23,7 +23,8 @@ a dense ``A`` (the multi-head ``A`` would hold ``m V p^2`` numbers):
 - MHA: ``sum_h W_O,h W_V,h xbar`` (Eq. 8); ``W_Q`` and ``W_K`` are carried along
   but do not enter, so gradient descent never moves them.
 
-Both members of a pair expose the same *effective linear map* (``V U``,
+:func:`teacher_task` builds one panel of paper Fig. 2 (App. C sizes, whitened inputs,
+teacher targets).  Both members of a pair expose the same *effective linear map* (``V U``,
 ``V K``, ``sum_h W_K,h^T W_Q,h/sqrt(d_k)``, ``sum_h W_O,h W_V,h``), whose singular
 values :func:`train_pair` records against a teacher ``T* = P diag(s) Q^T``
 (:func:`teacher_map`, implementation notes Sec. 7.2).
@@ -51,6 +52,8 @@ __all__ = [
     "train_pair",
     "train_pair_online",
     "OPTIMIZERS",
+    "ARCHITECTURES",
+    "teacher_task",
 ]
 
 Inputs = Union[Tensor, tuple]
@@ -162,14 +165,15 @@ class _Symmetric(nn.Module):
         self.V = _int("V", V)
         self.seed = _int("seed", seed, low=0)
 
-    # each architecture implements these four
+    # each architecture implements the methods below that raise NotImplementedError
     def _func(self, params: dict[str, Tensor], inputs: tuple) -> Tensor:
         raise NotImplementedError
 
     def _params_from_W(self, W: Tensor) -> dict[str, Tensor]:
         raise NotImplementedError
 
-    def _check_inputs(self, inputs: Inputs) -> tuple:
+    def _check_inputs(self, inputs: Inputs, single: bool = False) -> tuple:
+        """Validate a batch (or, with ``single``, one input) and return it as a tuple of tensors."""
         raise NotImplementedError
 
     def effective_map(self) -> Tensor:
@@ -396,10 +400,11 @@ def _check_tokens(obj: _Symmetric, inputs: Inputs, single: bool) -> tuple:
 
 
 def _attention(Q: Tensor, K: Tensor, x: Tensor, X: Tensor) -> Tensor:
-    """Softmax weights (m, H, N) of ``X^T W_K^T W_Q x / sqrt(d_k)`` for every head."""
-    q = torch.einsum("hkd,md->mhk", Q, x)
-    k = torch.einsum("hkd,mnd->mhnk", K, X)
-    return torch.softmax(torch.einsum("mhk,mhnk->mhn", q, k) / math.sqrt(Q.shape[1]), dim=-1)
+    """Softmax weights (m, H, N) of the logits ``X^T W_K,h^T W_Q,h x / sqrt(d_k)`` of every head."""
+    G = torch.einsum("hkd,hke->hde", K, Q)  # W_K,h^T W_Q,h, (H, D, D)
+    u = torch.einsum("hde,me->mhd", G, x)
+    logits = torch.bmm(u, X.transpose(1, 2)) / math.sqrt(Q.shape[1])  # (m, H, N)
+    return torch.softmax(logits, dim=-1)
 
 
 def _context_sigma_times(X: Tensor, z: Tensor) -> Tensor:
@@ -427,22 +432,40 @@ class QKAttention(_Symmetric):
     D, d_k, heads, V : int
         Token dimension, key dimension, number of heads H and outputs.
     sigma, seed : float, int
-        Init scale of ``W_Q, W_K`` (N(0, sigma^2)) and seed; ``C`` is N(0, 1/D), not trained.
+        Init scale of ``W_Q, W_K`` (N(0, sigma^2)) and seed.
+    readout_scale : float
+        ``C`` has i.i.d. N(0, readout_scale^2 / D) entries; it is a buffer, not trained.
+    readout_seed : int
+        Seed of ``C`` (a teacher and a student share ``C`` when they share this seed).
 
     Inputs are pairs ``(x, X)`` of shapes (m, D) and (m, N, D) (tokens as rows).
     Unit ``h`` is a head ``[vec W_Q,h; vec W_K,h]`` (p = 2 d_k D).
     """
 
-    def __init__(self, D: int, d_k: int, heads: int = 1, V: int = 1, sigma: float = 0.01, seed: int = 0) -> None:
+    def __init__(
+        self,
+        D: int,
+        d_k: int,
+        heads: int = 1,
+        V: int = 1,
+        sigma: float = 0.01,
+        seed: int = 0,
+        readout_scale: float = 1.0,
+        readout_seed: int = 0,
+    ) -> None:
         super().__init__(sigma, V, seed)
         self.D, self.d_k, self.heads = _int("D", D), _int("d_k", d_k), _int("heads", heads)
+        self.readout_scale = _pos("readout_scale", readout_scale)
+        self.readout_seed = _int("readout_seed", readout_seed, low=0)
         gen = _generator(seed)
         self.Q = _gauss(gen, self.sigma, self.heads, self.d_k, self.D)
         self.K = _gauss(gen, self.sigma, self.heads, self.d_k, self.D)
-        self.register_buffer("C", torch.randn(self.D, self.V, generator=gen, dtype=torch.float64) / math.sqrt(self.D))
+        C = torch.randn(self.D, self.V, generator=_generator(readout_seed), dtype=torch.float64)
+        self.register_buffer("C", C * self.readout_scale / math.sqrt(self.D))
 
     def _config(self) -> dict[str, Any]:
-        return dict(D=self.D, d_k=self.d_k, heads=self.heads, V=self.V, sigma=self.sigma, seed=self.seed)
+        return dict(D=self.D, d_k=self.d_k, heads=self.heads, V=self.V, sigma=self.sigma, seed=self.seed,
+                    readout_scale=self.readout_scale, readout_seed=self.readout_seed)
 
     def _check_inputs(self, inputs: Inputs, single: bool = False) -> tuple:
         return _check_tokens(self, inputs, single)
@@ -450,7 +473,7 @@ class QKAttention(_Symmetric):
     def _func(self, params: dict[str, Tensor], inputs: tuple) -> Tensor:
         x, X = inputs
         a = _attention(params["Q"], params["K"], x, X)
-        return torch.einsum("mhn,mnd,do->mo", a, X, self.C)
+        return torch.bmm(a, X).sum(dim=1) @ self.C
 
     def _params_from_W(self, W: Tensor) -> dict[str, Tensor]:
         n = self.d_k * self.D
@@ -468,9 +491,15 @@ class QKAttention(_Symmetric):
         T = torch.as_tensor(T, dtype=torch.float64)
         return (self.heads * X.mean(dim=1) + _context_sigma_times(X, x @ T.T)) @ self.C
 
-    def sample_inputs(self, m: int, N: int, seed: int = 0) -> tuple[Tensor, Tensor]:
-        """``m`` standard Gaussian queries (m, D) and contexts of ``N`` tokens (m, N, D)."""
-        return _gaussian_tokens(_int("m", m), _int("N", N), self.D, _int("seed", seed, low=0))
+    def sample_inputs(self, m: int, N: int, seed: int = 0, scale: float = 1.0) -> tuple[Tensor, Tensor]:
+        """``m`` Gaussian queries (m, D) and contexts of ``N`` tokens (m, N, D), entries N(0, scale^2).
+
+        The logits are quadratic in the tokens, so a small ``scale`` keeps them small at
+        the teacher's weights too (the quadratic regime of the softmax).
+        """
+        x, X = _gaussian_tokens(_int("m", m), _int("N", N), self.D, _int("seed", seed, low=0))
+        scale = _pos("scale", scale)
+        return scale * x, scale * X
 
 
 class QKTwin(QKAttention):
@@ -528,8 +557,8 @@ class MultiHeadAttention(_Symmetric):
     def _func(self, params: dict[str, Tensor], inputs: tuple) -> Tensor:
         x, X = inputs
         a = _attention(params["Q"], params["K"], x, X)
-        ctx = torch.einsum("mhn,mnd->mhd", a, X)
-        return torch.einsum("hov,mhv->mo", params["W_O"], torch.einsum("hvd,mhd->mhv", params["W_V"], ctx))
+        E = torch.einsum("hov,hvd->hod", params["W_O"], params["W_V"])  # W_O,h W_V,h
+        return torch.einsum("hod,mhd->mo", E, torch.bmm(a, X))
 
     def _params_from_W(self, W: Tensor) -> dict[str, Tensor]:
         sizes = [self.d_k * self.D, self.d_k * self.D, self.d_v * self.D, self.V * self.d_v]
@@ -596,6 +625,9 @@ class PairHistory:
     s_net, s_twin : ndarray (T, k)
         Singular values of the effective maps divided by the teacher's ``s`` (k = len(s)),
         or the top-k singular values when no ``s`` was given.
+    gap : ndarray (T,)
+        Relative output gap ``sum_n |f_net(x_n) - f_twin(x_n)|^2 / sum_n |y_n|^2`` on the same
+        data as the losses.
     acc_net, acc_twin : ndarray (T,) or None
         Test accuracy (sign of a scalar output, or arg-max) when a test set was given.
     """
@@ -605,6 +637,7 @@ class PairHistory:
     loss_twin: np.ndarray
     s_net: np.ndarray
     s_twin: np.ndarray
+    gap: np.ndarray
     acc_net: np.ndarray | None = None
     acc_twin: np.ndarray | None = None
 
@@ -679,15 +712,17 @@ def _run(
 
     models = (net, twin)
     opts = [_optimizer(optimizer, [p for p in mdl.parameters() if p.requires_grad], lr) for mdl in models]
-    rec: dict[str, list] = {key: [] for key in ("step", "loss_net", "loss_twin", "s_net", "s_twin",
+    rec: dict[str, list] = {key: [] for key in ("step", "loss_net", "loss_twin", "s_net", "s_twin", "gap",
                                                  "acc_net", "acc_twin")}
 
-    def record(t: int, batch_losses: list[float]) -> None:
-        rec["step"].append(t)
-        for tag, mdl, bl in zip(("net", "twin"), models, batch_losses):
-            with torch.no_grad():
-                loss = bl if evaluate is None else float(_loss(mdl(evaluate[0]), evaluate[1]))
-                rec[f"loss_{tag}"].append(loss)
+    def record(t: int, outs: list[Tensor], yb: Tensor) -> None:
+        with torch.no_grad():
+            if evaluate is not None:
+                outs, yb = [mdl(evaluate[0]) for mdl in models], evaluate[1]
+            rec["step"].append(t)
+            rec["gap"].append(float(((outs[0] - outs[1]) ** 2).sum(-1).mean() / (yb**2).sum(-1).mean()))
+            for tag, mdl, out in zip(("net", "twin"), models, outs):
+                rec[f"loss_{tag}"].append(float(_loss(out, yb)))
                 rec[f"s_{tag}"].append(_singular(mdl, s, k))
                 if test is not None:
                     rec[f"acc_{tag}"].append(_accuracy(mdl(test[0]), test[1]))
@@ -695,9 +730,12 @@ def _run(
     for t in tqdm(range(steps + 1), desc=f"{type(net).__name__} vs NQF ({optimizer})", disable=not progress,
                   leave=False):
         xb, yb = draw(t)
-        losses = [_loss(mdl(xb), yb) for mdl in models]
+        outs = [mdl(xb) for mdl in models]
+        losses = [_loss(out, yb) for out in outs]
+        if not all(torch.isfinite(loss) for loss in losses):
+            raise FloatingPointError(f"training diverged at step {t} (non-finite loss); lower lr = {lr}")
         if t % record_every == 0 or t == steps:
-            record(t, [loss.item() for loss in losses])
+            record(t, [out.detach() for out in outs], yb)
         if t < steps:
             for loss, opt in zip(losses, opts):
                 opt.zero_grad(set_to_none=True)
@@ -859,3 +897,66 @@ def train_pair_online(
         return xb, _targets("sampled targets", yb, xb[0].shape[0], net.V)
 
     return _run(net, twin, draw, ev, None, optimizer, lr, steps, None, _int("k", k), record_every, progress)
+
+
+# ----------------------------------------------------------------------------- the Fig. 2 task
+#: the four architectures of Fig. 2 with the sizes of App. C
+ARCHITECTURES = ("mlp", "cnn", "qk", "mha")
+
+
+def teacher_task(
+    arch: str,
+    sigma: float,
+    m: int = 600,
+    s: Sequence[float] = (1.0, 0.5, 0.25, 0.125),
+    seed: int = 0,
+    token_scale: float = 0.4,
+    readout_scale: float = 8.0,
+) -> tuple[_Symmetric, Inputs, Tensor]:
+    """One panel of paper Fig. 2: a network with App. C sizes, its data and the teacher's targets.
+
+    Sizes (App. C): MLP 20 -> 64 -> 8; CNN on 5 x 7 images with 64 kernels 4 x 5;
+    QK head with D = 20, d_k = 8, N = 16 context tokens; MHA with 4 heads, D = 20,
+    d_k = 8, d_v = 20, N = 16.  Every network has 8 outputs.  The targets are those
+    of the NQF whose effective map is the teacher ``T* = P diag(s) Q^T``
+    (:func:`teacher_map`), so the loss can reach zero and ``s_hat_k / s_k -> 1``.
+    The effective inputs are exactly whitened (x, sum_p x_p, xbar) except for the
+    QK head, whose Gaussian tokens have entries N(0, token_scale^2) and readout
+    ``C`` entries N(0, readout_scale^2 / D).
+
+    Parameters
+    ----------
+    arch : {"mlp", "cnn", "qk", "mha"}
+    sigma : float
+        Init scale of every trained weight.
+    m : int
+        Number of samples.
+    s : sequence of float
+        Teacher singular values.
+    seed : int
+        Seed of the weights (``seed``), the inputs (``seed + 1``) and the teacher (``seed + 2``).
+    token_scale, readout_scale : float
+        QK head only (see above).
+
+    Returns
+    -------
+    net, X, Y
+        The network (build its twin with ``net.twin()``), its inputs and the targets (m, 8).
+    """
+    if not isinstance(arch, str) or arch not in ARCHITECTURES:
+        raise ValueError(f"arch must be one of {ARCHITECTURES}, got {arch!r}")
+    V, D, N = 8, 20, 16
+    if arch == "mlp":
+        net: _Symmetric = TanhMLP(D, 64, V=V, sigma=sigma, seed=seed)
+        X: Inputs = net.sample_inputs(m, seed=seed + 1)
+    elif arch == "cnn":
+        net = TanhCNN((5, 7), (4, 5), channels=64, V=V, sigma=sigma, seed=seed)
+        X = net.sample_inputs(m, seed=seed + 1)
+    elif arch == "qk":
+        net = QKAttention(D, 8, heads=1, V=V, sigma=sigma, seed=seed, readout_scale=readout_scale)
+        X = net.sample_inputs(m, N, seed=seed + 1, scale=token_scale)
+    else:
+        net = MultiHeadAttention(D, 8, 20, heads=4, V=V, sigma=sigma, seed=seed)
+        X = net.sample_inputs(m, N, seed=seed + 1)
+    T = teacher_map(D, D if arch == "qk" else V, s, seed=seed + 2)
+    return net, X, net.apply_map(X, T)

@@ -16,6 +16,8 @@ Eq. 50 with its NQF (Eq. 296) and plain gradient-descent trainers.
 
 The Fourier MLP is written with an explicit output prefactor ``scale``: the paper's
 Eq. 50 has ``scale = 1/sqrt(P)``; ``scale = 1`` drops it (notes Sec. 5.3).
+
+``excess_loss`` (Eq. 163) lives in :mod:`nqf_lite.solvable` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -317,7 +319,7 @@ def powerlaw_modes(m: int, alpha1: float, alpha2: float) -> PowerLawModes:
 
 
 def onehot_quadratic_gd(
-    a: object, y: object, W0: object, lr: float, n_steps: int, progress: bool = True
+    a: object, y: object, W0: object, lr: float, n_steps: int, every: int = 1, progress: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Full-batch GD on the one-hot quadratic network ``f(x) = x^T W W^T x`` (Eq. 299).
 
@@ -336,13 +338,16 @@ def onehot_quadratic_gd(
     lr : float
         Learning rate; time is ``t = lr * step``.
     n_steps : int
+    every : int
+        Record every ``every``-th step (steps ``0, every, 2 every, ... <= n_steps``).
     progress : bool
         Show a progress bar.
 
     Returns
     -------
-    t : ndarray, shape (n_steps + 1,)
-    z : ndarray, shape (n_steps + 1, m)
+    t : ndarray, shape (S,)
+        ``lr * step`` of the records.
+    z : ndarray, shape (S, m)
         Mode abundances ``z_n = |w_n|^2 = M_nn``.
     """
     a = _vector("a", a)
@@ -354,14 +359,17 @@ def onehot_quadratic_gd(
         raise ValueError(f"W0 must have {a.size} rows (one per sample), got shape {W.shape}")
     lr = positive("lr", lr)
     n_steps = _steps("n_steps", n_steps)
+    every = _steps("every", every)
     m = a.size
-    z = np.empty((n_steps + 1, m))
+    steps = np.arange(0, n_steps + 1, every)
+    z = np.empty((steps.size, m))
     for s in tqdm(range(n_steps + 1), disable=not progress, desc="one-hot GD", mininterval=1.0):
         zs = np.einsum("nd,nd->n", W, W)
-        z[s] = zs
+        if s % every == 0:
+            z[s // every] = zs
         if s < n_steps:
             W -= lr * ((4.0 / m) * a * (a * zs - y))[:, None] * W
-    return lr * np.arange(n_steps + 1), z
+    return lr * steps, z
 
 
 # ----------------------------------------------------------------------------- Fourier MLP (Eq. 50)

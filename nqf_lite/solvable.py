@@ -19,7 +19,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from tqdm.auto import tqdm
 
-from ._checks import as_array, check_shape, check_symmetric, nonnegative, positive
+from ._checks import as_array, check_shape, check_symmetric, positive
 
 __all__ = [
     "COMMUTE_RTOL",
@@ -468,8 +468,7 @@ def glv_integrate(
         if off <= DIAG_RTOL * max(np.abs(np.diag(C)).max(initial=0.0), 1e-300):
             return feature_trajectory(t, r, np.diag(C), z0)
         method = "DOP853"
-    if t.size == 0:
-        return np.empty((0, r.size))
+    _nonempty(t)
     implicit = {"jac": lambda _s, u: -C * np.exp(u)[None, :]} if method in ("Radau", "BDF", "LSODA") else {}
     sol = solve_ivp(
         lambda _s, u: r - C @ np.exp(np.minimum(u, 700.0)),  # clip trial steps only
@@ -608,6 +607,7 @@ def matrix_flow(t: object, A: object, y: object, M0: object, rtol: float = 1e-12
         H = _H(A, y, M)
         return -(H @ M + M @ H).ravel()
 
+    _nonempty(t)
     atol = rtol * max(np.abs(M0).max(initial=0.0), 1e-300)
     sol = solve_ivp(rhs, (0.0, float(t[-1])), M0.ravel(), method="DOP853", t_eval=t, rtol=rtol, atol=atol)
     if not sol.success:
@@ -673,7 +673,14 @@ def slaved_moments(M0: object, P: object, z: object) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- Theorems 4, 5, 7
+def _nonempty(t: np.ndarray) -> np.ndarray:
+    if t.size == 0:
+        raise ValueError("t must hold at least one time")
+    return t
+
+
 def _integrate_xi(rhs, t: np.ndarray, n: int, rtol: float, method: str = "DOP853") -> np.ndarray:
+    _nonempty(t)
     sol = solve_ivp(rhs, (0.0, float(t[-1])), np.zeros(n), method=method, t_eval=t, rtol=rtol, atol=rtol * 1e-3)
     if not sol.success:
         raise RuntimeError(f"xi integration failed: {sol.message}")

@@ -17,6 +17,7 @@ A width-2 evaluation gives all three blocks.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -143,8 +144,10 @@ def _derivatives(F: Callable[[torch.Tensor], torch.Tensor], n: int) -> tuple[tor
     theta0 = torch.zeros(n, dtype=torch.float64)
     value = F(theta0).detach()
     try:
-        grad = torch.func.jacrev(F)(theta0)
-        hess = torch.func.jacfwd(torch.func.jacrev(F))(theta0)
+        with warnings.catch_warnings():  # torch.func's internal torch.jit.script deprecation notice
+            warnings.simplefilter("ignore", DeprecationWarning)
+            grad = torch.func.jacrev(F)(theta0)
+            hess = torch.func.jacfwd(torch.func.jacrev(F))(theta0)
     except Exception:  # modules torch.func cannot trace: plain autograd
         def jac(t: torch.Tensor) -> torch.Tensor:
             return torch.autograd.functional.jacobian(F, t, create_graph=True)

@@ -12,7 +12,8 @@ executed notebook then carries everything the browser needs.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from numbers import Integral
 from typing import Any
 
 import ipywidgets as widgets
@@ -66,7 +67,8 @@ def slider_explorer(
     render : callable
         ``render(value) -> matplotlib.figure.Figure``; a new figure per call.
     values : sequence
-        The slider positions (at least one), in display order.
+        The slider positions (at least one), in display order: a list, a
+        tuple or a 1-D array.
     description : str
         Slider label, e.g. ``"lr"`` or ``"time t"``.
     fmt : str
@@ -95,22 +97,28 @@ def slider_explorer(
         raise TypeError(f"description must be a string, got {description!r}")
     if not isinstance(fmt, str):
         raise TypeError(f"fmt must be a str.format pattern, got {fmt!r}")
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"values must be a sequence (list, tuple, array), got {type(values).__name__}")
-    values = list(values)
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise TypeError(f"values must be a sequence (list, tuple, 1-D array), got {type(values).__name__}")
+    try:
+        values = list(values)
+    except TypeError as exc:  # a 0-d array is iterable in type only
+        raise TypeError(f"values must be a sequence (list, tuple, 1-D array), got {values!r}") from exc
     if not values:
         raise ValueError("values must hold at least one slider position, got an empty sequence")
-    if isinstance(index, bool) or not isinstance(index, int):
+    if isinstance(index, bool) or not isinstance(index, Integral):
         raise TypeError(f"index must be an int, got {index!r}")
+    index = int(index)
     if not 0 <= index < len(values):
         raise ValueError(f"index must satisfy 0 <= index < {len(values)}, got {index}")
     labels = _labels(values, fmt)
 
     images = []
     for v in values:
+        open_before = set(plt.get_fignums())
         fig = render(v)
         if not isinstance(fig, Figure):
-            plt.close("all")
+            for num in set(plt.get_fignums()) - open_before:  # figures render left behind
+                plt.close(num)
             raise TypeError(
                 f"render({v!r}) must return a matplotlib Figure, got {type(fig).__name__}"
             )

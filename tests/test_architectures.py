@@ -211,7 +211,9 @@ def test_mean_field_closed_form_matches_expand(k):
     assert not e.zgz
 
 
-@pytest.mark.parametrize("shape,kernel,C,V", [((5, 6), (3, 3), 1, None), ((4, 5), (2, 3), 2, None), ((4, 4), (2, 2), 1, 2)])
+@pytest.mark.parametrize(
+    "shape,kernel,C,V", [((5, 6), (3, 3), 1, None), ((4, 5), (2, 3), 2, None), ((4, 4), (2, 2), 1, 2)]
+)
 def test_cnn_closed_form_matches_expand(shape, kernel, C, V):
     X = _rng(30).normal(size=shape if C == 1 else (C, *shape))
     f = ar.cnn(kernel, channels=C, act="gelu", V=V)
@@ -424,3 +426,21 @@ def test_bad_inputs_raise_clear_errors():
         ar.moe(2, "linear")
     with pytest.raises(ValueError, match="G must"):
         ar.A_moe(np.ones(2), 1.0, np.ones((1, 2, 2)))
+
+
+def test_plot_structure_marks_blocks():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    layout = ar.mha_layout(2, 1, 2)
+    A = ar.A_mha(np.ones(2), np.ones((2, 3)), 1, 2)
+    im = ar.plot_structure(ax, A, layout, title="attention")
+    assert im.get_array().shape == (layout.p, layout.p)
+    assert [t.get_text() for t in ax.get_xticklabels()] == layout.names
+    assert len(ax.lines) == 2 * (len(layout.names) - 1)
+    with pytest.raises(ValueError, match="A must have shape"):
+        ar.plot_structure(ax, np.zeros((3, 3)), layout)
+    plt.close(fig)

@@ -159,7 +159,8 @@ def test_staircase_is_eps_to_zero_limit():
         E = ((1 - z / (r / C)) ** 2) @ V
         errs.append(np.max(np.abs(E - want)))
     np.testing.assert_allclose(sc.staircase_loss(tau, r, V), want, rtol=1e-15)
-    assert errs[-1] < 1e-10 and errs[0] > errs[1] > errs[2]
+    # finite eps leaves a visible smoothing that disappears as eps -> 0
+    assert errs[0] > 1e-9 and errs[0] >= errs[1] >= errs[2] and errs[2] < 1e-12
 
 
 def test_staircase_bad():
@@ -259,10 +260,11 @@ def test_onehot_gd_one_step_matches_autograd():
 def test_onehot_gd_small_lr_is_logistic():
     pm = sc.powerlaw_modes(30, 2.0, 0.8)
     z0 = 1e-4 * np.arange(1, 31) ** -1.2
-    t, z = sc.onehot_quadratic_gd(pm.a, pm.y, np.sqrt(z0)[:, None], 1e-3, 20000, progress=False)
-    zt = logistic(t[::1000], pm.r, pm.C, z0)
+    t, z = sc.onehot_quadratic_gd(pm.a, pm.y, np.sqrt(z0)[:, None], 1e-3, 20000, every=1000, progress=False)
+    np.testing.assert_allclose(t, 1e-3 * np.arange(0, 20001, 1000), rtol=1e-14)
+    zt = logistic(t, pm.r, pm.C, z0)
     zinf = pm.r / pm.C
-    assert np.max(np.abs(z[::1000] - zt) / zinf) < 5e-3
+    assert np.max(np.abs(z - zt) / zinf) < 5e-3
 
 
 def test_onehot_gd_bad():
@@ -274,6 +276,8 @@ def test_onehot_gd_bad():
         sc.onehot_quadratic_gd([1.0, 1.0], [1.0, 1.0], np.ones((2, 1)), 0.1, 0)
     with pytest.raises(ValueError, match="lr"):
         sc.onehot_quadratic_gd([1.0, 1.0], [1.0, 1.0], np.ones((2, 1)), -0.1, 3)
+    with pytest.raises(ValueError, match="every"):
+        sc.onehot_quadratic_gd([1.0, 1.0], [1.0, 1.0], np.ones((2, 1)), 0.1, 3, every=0)
 
 
 # ----------------------------------------------------------------------------- Fourier MLP
@@ -403,17 +407,24 @@ def test_train_fourier_two_steps_match_autograd(model):
 
 
 def test_train_fourier_nqf_follows_logistic():
-    M, P, c, lr = 64, 6, 0.1, 0.05
+    M, P, c = 64, 6, 0.1
     _, psi = sc.fourier_features(M, P)
     k = np.arange(1, P + 1)
     s, b = k**-0.5, k**-1.5
     y = c * psi @ b
     a0 = W0 = np.full(P, 1e-3)  # z- = 0 exactly, z+ = 2e-6
-    t, L, _ = sc.train_fourier(a0, W0, s, psi, y, lr, 40000, model="nqf", progress=False)
     r, C = 4 * c * s * b, 2 * s**2
-    z = logistic(t[::500], r, C, (a0 + W0) ** 2 / 2)
-    E = ((1 - z / (r / C)) ** 2) @ (c**2 * b**2)
-    assert np.max(np.abs(L[::500] - E)) / L[0] < 3e-3
+    errs = []
+    for lr in (0.05, 0.025):
+        n = int(round(2000 / lr))
+        t, L, _ = sc.train_fourier(a0, W0, s, psi, y, lr, n, model="nqf", progress=False)
+        sel = slice(0, n, n // 80)
+        z = logistic(t[sel], r, C, (a0 + W0) ** 2 / 2)
+        E = ((1 - z / (r / C)) ** 2) @ (c**2 * b**2)
+        errs.append(np.max(np.abs(L[sel] - E)) / L[0])
+    # GD approaches the gradient flow at first order in lr
+    assert errs[0] < 2e-2
+    assert errs[1] / errs[0] == pytest.approx(0.5, abs=0.1)
 
 
 def test_train_tanh_mlp_two_steps_match_autograd():

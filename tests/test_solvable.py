@@ -9,7 +9,6 @@ from scipy.stats import ortho_group
 
 from nqf_lite import solvable as S
 
-RTOL = 1e-12
 
 
 def _ivp(rhs, t, y0, rtol=1e-12, atol=1e-14):
@@ -254,6 +253,8 @@ def test_glv_integrate_rejects_bad_input():
         S.glv_integrate([0, 1], [1.0], [[1.0]], [0.0])
     with pytest.raises(ValueError, match="C must have shape"):
         S.glv_integrate([0, 1], [1.0, 1.0], [[1.0]], [0.1, 0.1])
+    with pytest.raises(ValueError, match="at least one time"):
+        S.glv_integrate([], [1.0, 0.5], [[1.0, 0.2], [0.2, 1.0]], [0.1, 0.1])
 
 
 def test_gd_nqf_and_discrete_glv_agree():

@@ -1,0 +1,111 @@
+"""Fixtures for the browser check: a local server for _build/html and headless Chromium.
+
+The book checked is the repository's (or the folder in ``NQF_BOOK_ROOT``).
+Without Chromium (``apt-get install -y chromium``) or without a built book
+(``bash scripts/build_book.sh``) these tests skip on a developer machine and
+fail under CI (environment variable ``CI`` set), where both must be present.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+#: The book's source folder; NQF_BOOK_ROOT points the check at another built book.
+ROOT = Path(os.environ.get("NQF_BOOK_ROOT") or Path(__file__).resolve().parents[2]).resolve()
+HTML = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _unavailable(reason: str) -> None:
+    """Fail under CI, skip elsewhere."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set, so the browser check must run)", pytrace=False)
+    pytest.skip(reason)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url() -> Iterator[str]:
+    """Serve _build/html on 127.0.0.1 at a free port for the whole session."""
+    if not (HTML / "index.html").is_file():
+        _unavailable(f"no built book at {HTML}: build it first with `bash scripts/build_book.sh`")
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Headless Debian Chromium driven by playwright."""
+    if not CHROMIUM.exists():
+        _unavailable(
+            f"{CHROMIUM} not found: install it with `apt-get update && apt-get install -y chromium`"
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("python package playwright is not installed (`pip install playwright`)")
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+@pytest.fixture
+def page(browser, site_url):
+    """A fresh tab (1200x900) that records page errors and requests leaving the machine."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    tab = context.new_page()
+    tab.errors = []
+    tab.external = []
+    tab.on("pageerror", lambda err: tab.errors.append(err))
+
+    def _route(route) -> None:
+        url = route.request.url
+        if url.startswith(site_url) or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:  # the book must read offline: record and refuse anything else
+            tab.external.append(url)
+            route.abort()
+
+    tab.route("**/*", _route)
+    tab.set_default_timeout(30_000)
+    yield tab
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS

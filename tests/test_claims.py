@@ -1,0 +1,338 @@
+"""Tests of the claims ledger: nqf_lite.claims and the Sphinx extensions in _ext/."""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+from docutils import nodes
+
+from nqf_lite.claims import CLAIMS_DIR_ENV, ClaimFailed, Claims
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+
+import api_docs  # noqa: E402
+import claims_ledger as cl  # noqa: E402
+
+
+@pytest.fixture
+def claims_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "claims"
+    monkeypatch.setenv(CLAIMS_DIR_ENV, str(folder))
+    return folder
+
+
+@pytest.fixture
+def no_claims_dir(monkeypatch):
+    monkeypatch.delenv(CLAIMS_DIR_ENV, raising=False)
+
+
+def _records(folder, chapter):
+    lines = (folder / f"{chapter}.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+# ---------------------------------------------------------------- nqf_lite.claims
+
+
+def test_expected_with_tolerances_passes_and_returns_measured(no_claims_dir):
+    c = Claims("01_x")
+    assert c.check("k1", "one is one", 1.0 + 1e-13, expected=1.0, atol=1e-12) == 1.0 + 1e-13
+    assert c.check("k2", "rtol", 101.0, expected=100.0, rtol=0.01) == 101.0
+    assert c.check("k3", "both", 2.5, expected=2.0, atol=0.3, rtol=0.1) == 2.5  # 0.5 <= 0.3 + 0.2
+    assert [r.passed for r in c.records] == [True, True, True]
+
+
+def test_bounds(no_claims_dir):
+    c = Claims("01_x")
+    c.check("lo", "small", 1e-9, at_most=1e-6)
+    c.check("hi", "large", 3.0, at_least=3.0)
+    assert c.records[0].criterion == "measured ≤ 1e-06"
+    assert c.records[1].prediction == "≥ 3"
+
+
+@pytest.mark.parametrize(
+    "measured, kwargs",
+    [
+        (1.1, dict(expected=1.0, atol=0.05)),
+        (103.0, dict(expected=100.0, rtol=0.02)),
+        (2e-6, dict(at_most=1e-6)),
+        (0.5, dict(at_least=1.0)),
+        (math.nan, dict(at_most=1.0)),
+        (math.nan, dict(at_least=1.0)),
+        (math.inf, dict(at_least=1.0)),
+    ],
+)
+def test_failed_claim_raises_and_is_recorded(claims_dir, measured, kwargs):
+    c = Claims("02_y")
+    with pytest.raises(ClaimFailed, match="02_y:bad"):
+        c.check("bad", "fails", measured, **kwargs)
+    (rec,) = _records(claims_dir, "02_y")
+    assert rec["passed"] is False
+    assert rec["key"] == "bad"
+
+
+def test_claimfailed_is_an_assertion_error():
+    assert issubclass(ClaimFailed, AssertionError)
+
+
+def test_jsonl_written_when_env_set(claims_dir):
+    c = Claims("03_z")
+    c.check("a", "first", 2.0, expected=2.0, atol=1e-12, source="Thm 1, Eq. 2")
+    c.check("b", "second", 0.1, at_most=0.2, prediction="small")
+    recs = _records(claims_dir, "03_z")
+    assert [r["key"] for r in recs] == ["a", "b"]
+    assert recs[0] == {
+        "chapter": "03_z",
+        "key": "a",
+        "statement": "first",
+        "source": "Thm 1, Eq. 2",
+        "prediction": "2",
+        "measured": 2.0,
+        "criterion": "|measured − 2| ≤ atol 1e-12",
+        "passed": True,
+        "extra": {},
+    }
+    assert recs[1]["prediction"] == "small"
+    # a second Claims object of the same chapter appends
+    Claims("03_z").check("c", "third", 1.0, at_least=0.0)
+    assert len(_records(claims_dir, "03_z")) == 3
+
+
+def test_nothing_written_without_env(tmp_path, no_claims_dir, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Claims("04_w").check("a", "x", 1.0, at_most=2.0)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_numpy_scalars_are_accepted(no_claims_dir):
+    np = pytest.importorskip("numpy")
+    c = Claims("01_x")
+    assert c.check("n", "numpy", np.float32(0.5), expected=np.array(0.5), atol=1e-7) == 0.5
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, exc",
+    [
+        (("bad key!", "s", 1.0), dict(at_most=2.0), ValueError),
+        (("", "s", 1.0), dict(at_most=2.0), ValueError),
+        ((3, "s", 1.0), dict(at_most=2.0), ValueError),
+        (("k", "s", 1.0), dict(), ValueError),
+        (("k", "s", 1.0), dict(at_most=2.0, at_least=0.0), ValueError),
+        (("k", "s", 1.0), dict(expected=1.0, at_most=2.0), ValueError),
+        (("k", "s", 1.0), dict(expected=1.0), ValueError),
+        (("k", "s", "one"), dict(at_most=2.0), TypeError),
+        (("k", "s", [1.0, 2.0]), dict(at_most=2.0), TypeError),
+        (("k", "s", 1.0), dict(expected="x", atol=1.0), TypeError),
+    ],
+)
+def test_bad_input(no_claims_dir, args, kwargs, exc):
+    with pytest.raises(exc):
+        Claims("01_x").check(*args, **kwargs)
+
+
+def test_duplicate_key_and_bad_chapter(no_claims_dir):
+    c = Claims("01_x")
+    c.check("k", "s", 1.0, at_most=2.0)
+    with pytest.raises(ValueError, match="twice"):
+        c.check("k", "s", 1.0, at_most=2.0)
+    with pytest.raises(TypeError, match="chapter"):
+        Claims("")
+    with pytest.raises(TypeError, match="chapter"):
+        Claims(6)
+
+
+# ---------------------------------------------------------------- _ext/claims_ledger.py
+
+
+def _rec(chapter="01_a", key="k", passed=True, measured=1.0, **kw):
+    rec = dict(
+        chapter=chapter, key=key, statement=f"statement {key}", source="Eq. 1",
+        prediction="1", measured=measured, criterion="|measured − 1| ≤ atol 0.1", passed=passed,
+    )
+    rec.update(kw)
+    return rec
+
+
+def _write(folder, chapter, lines):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{chapter}.jsonl").write_text("".join(line + "\n" for line in lines))
+
+
+def test_read_claims_sorted_by_chapter_in_file_order(tmp_path):
+    _write(tmp_path, "02_b", [json.dumps(_rec("02_b", "z")), json.dumps(_rec("02_b", "a"))])
+    _write(tmp_path, "01_a", [json.dumps(_rec("01_a", "m"))])
+    records, problems = cl.read_claims(tmp_path)
+    assert problems == []
+    assert [(r["chapter"], r["key"]) for r in records] == [("01_a", "m"), ("02_b", "z"), ("02_b", "a")]
+
+
+def test_read_claims_repeated_key_keeps_last(tmp_path):
+    _write(tmp_path, "01_a", [json.dumps(_rec(measured=1.0)), json.dumps(_rec(measured=2.0))])
+    records, _ = cl.read_claims(tmp_path)
+    assert [r["measured"] for r in records] == [2.0]
+
+
+def test_read_claims_reports_bad_lines(tmp_path):
+    bad = _rec()
+    del bad["criterion"]
+    _write(tmp_path, "01_a", ["{not json", json.dumps(bad), "", json.dumps([1, 2]), json.dumps(_rec(key="ok"))])
+    records, problems = cl.read_claims(tmp_path)
+    assert [r["key"] for r in records] == ["ok"]
+    assert len(problems) == 3
+    assert "01_a.jsonl:1" in problems[0] and "JSON" in problems[0]
+    assert "criterion" in problems[1]
+    assert "01_a.jsonl:4" in problems[2]
+
+
+def test_read_claims_missing_folder(tmp_path):
+    records, problems = cl.read_claims(tmp_path / "nope")
+    assert records == [] and len(problems) == 1 and "does not exist" in problems[0]
+
+
+def test_ledger_problems():
+    assert cl.ledger_problems([]) == ["the claims ledger is empty: no chapter recorded a claim"]
+    assert cl.ledger_problems([_rec(), _rec(key="b")]) == []
+    (msg,) = cl.ledger_problems([_rec(), _rec(key="b", passed=False, measured=3.5)])
+    assert "01_a:b FAILED" in msg and "3.5" in msg
+    # anything but a literal True counts as a failure
+    assert len(cl.ledger_problems([_rec(passed="true")])) == 1
+
+
+def test_summary_text():
+    assert cl.summary_text([_rec(), _rec(key="b"), _rec("02_b")]) == "3 claims checked in 2 chapters: all pass."
+    assert cl.summary_text([_rec()]) == "1 claim checked in 1 chapter: all pass."
+    assert cl.summary_text([_rec(), _rec(key="b", passed=False)]) == "2 claims checked in 1 chapter: 1 FAIL."
+
+
+def test_ledger_table_groups_by_chapter_with_links_and_results():
+    records = [
+        _rec("01_a", "k1"),
+        _rec("01_a", "k2"),
+        _rec("09_gone", "k3", passed=False, measured=float("nan")),
+    ]
+    links = {"01_a": ("1. Chapter A", "../notebooks/01_a.html")}
+    table = cl.ledger_table(records, links.get)
+    assert isinstance(table, nodes.table)
+    assert "claims-ledger" in table["classes"]
+    head = table.next_node(nodes.thead)
+    assert [e.astext() for e in head.findall(nodes.entry)] == list(cl.HEADERS)
+    rows = list(table.next_node(nodes.tbody).children)
+    assert [r["classes"] for r in rows] == [
+        ["claims-chapter"], ["claim-pass"], ["claim-pass"], ["claims-chapter"], ["claim-fail"],
+    ]
+    # chapter rows: one cell spanning the table, linked when the page exists
+    (cell,) = rows[0].children
+    assert cell["morecols"] == 5 and cell.astext() == "1. Chapter A"
+    assert rows[0].next_node(nodes.reference)["refuri"] == "../notebooks/01_a.html"
+    assert rows[3].astext() == "09_gone" and rows[3].next_node(nodes.reference) is None
+    # claim rows
+    cells = [e.astext() for e in rows[1].children]
+    assert cells == ["statement k1\n\nk1", "Eq. 1", "1", "1", "|measured − 1| ≤ atol 0.1", "pass"]
+    assert rows[1]["ids"] == ["claim-01-a-k1"]
+    bad = [e.astext() for e in rows[4].children]
+    assert bad[3] == "nan" and bad[-1] == "FAIL"
+
+
+def test_ledger_table_empty_has_header_only():
+    table = cl.ledger_table([], lambda chapter: None)
+    assert len(table.next_node(nodes.tbody).children) == 0
+    assert len(list(table.findall(nodes.row))) == 1
+
+
+# ------------------------------------------------ the extension inside a real Sphinx build
+
+
+def _sphinx_build(src: Path, out: Path):
+    from sphinx.application import Sphinx
+
+    (src / "conf.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT / '_ext')!r})\n"
+        "extensions = ['claims_ledger']\n"
+        "exclude_patterns = ['_build']\n"
+    )
+    (src / "index.rst").write_text(
+        "Book\n====\n\n.. toctree::\n\n   notebooks/01_a\n   ledger\n"
+    )
+    (src / "notebooks").mkdir(exist_ok=True)
+    (src / "notebooks" / "01_a.rst").write_text("Chapter A\n=========\n\nText.\n")
+    (src / "ledger.rst").write_text("Ledger\n======\n\n.. claims-ledger::\n")
+    app = Sphinx(str(src), str(src), str(out), str(out / ".doctrees"), "html",
+                 status=None, warning=None, freshenv=True, warningiserror=False)
+    app.build()
+    return app
+
+
+def test_extension_builds_table(tmp_path, claims_dir):
+    Claims("01_a").check("k1", "one", 1.0, expected=1.0, atol=1e-9, source="Eq. 3")
+    src = tmp_path / "src"
+    src.mkdir()
+    app = _sphinx_build(src, tmp_path / "out")
+    html = (tmp_path / "out" / "ledger.html").read_text()
+    assert app.statuscode == 0
+    assert "1 claim checked in 1 chapter: all pass." in html
+    assert 'href="notebooks/01_a.html"' in html
+    assert 'id="claim-01-a-k1"' in html
+
+
+def test_extension_fails_build_on_failed_claim(tmp_path, claims_dir):
+    with pytest.raises(ClaimFailed):
+        Claims("01_a").check("k1", "one", 2.0, expected=1.0, atol=1e-9)
+    src = tmp_path / "src"
+    src.mkdir()
+    from sphinx.errors import ExtensionError
+
+    with pytest.raises(ExtensionError, match="01_a:k1 FAILED"):
+        _sphinx_build(src, tmp_path / "out")
+    assert "FAIL" in (tmp_path / "out" / "ledger.html").read_text()
+
+
+def test_extension_fails_build_on_empty_ledger(tmp_path, claims_dir):
+    claims_dir.mkdir()
+    src = tmp_path / "src"
+    src.mkdir()
+    from sphinx.errors import ExtensionError
+
+    with pytest.raises(ExtensionError, match="empty"):
+        _sphinx_build(src, tmp_path / "out")
+
+
+def test_extension_without_env_explains(tmp_path, no_claims_dir):
+    src = tmp_path / "src"
+    src.mkdir()
+    app = _sphinx_build(src, tmp_path / "out")
+    assert app.statuscode == 0
+    assert "generated by the book build" in (tmp_path / "out" / "ledger.html").read_text()
+
+
+# ---------------------------------------------------------------- _ext/api_docs.py
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("ndarray, shape (|batch|,)", r"ndarray, shape (\|batch\|,)"),
+        ("max |C_kj| <= tol * max |C_kk|.", r"max \|C_kj\| <= tol * max \|C_kk\|."),
+        ("``2/|batch|`` and |x|", r"``2/|batch|`` and \|x\|"),
+        (":math:`|x|` and |y|", r":math:`|x|` and \|y\|"),
+        ("a | b | c", "a | b | c"),
+        ("x || y", "x || y"),
+        ("| table cell |", "| table cell |"),
+        ("no bars at all", "no bars at all"),
+    ],
+)
+def test_escape_bars(line, expected):
+    assert api_docs.escape_bars(line) == expected
+
+
+def test_defining_name_of_reexports():
+    assert api_docs.defining_name("nqf_lite.claims.Claims") is None  # already the home
+    assert api_docs.defining_name("nqf_lite.widgets.slider_explorer") is None
+    assert api_docs.defining_name("nqf_lite.nothing_here") is None
+    assert api_docs.defining_name("not_a_module.x") is None
+    assert api_docs.defining_name("nqf_lite") is None
+    assert api_docs.defining_name("nqf_lite.expand") == "nqf_lite.structure.expand"
+    assert api_docs.defining_name("nqf_lite.NQF") == "nqf_lite.dynamics.NQF"

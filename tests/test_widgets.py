@@ -1,0 +1,141 @@
+"""Tests of nqf_lite.widgets.slider_explorer: structure, kernel-free linking, bad input."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from ipywidgets.embed import embed_data
+
+from nqf_lite.widgets import slider_explorer
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _line(a):
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot([0.0, 1.0], [0.0, a])
+    return fig
+
+
+@pytest.fixture(autouse=True)
+def _no_open_figures():
+    plt.close("all")
+    yield
+    plt.close("all")
+
+
+def test_structure_one_png_per_value():
+    values = [0.5, 1.0, 2.0]
+    box = slider_explorer(_line, values, description="slope")
+    assert isinstance(box, widgets.VBox)
+    slider, stack = box.children
+    assert isinstance(slider, widgets.SelectionSlider)
+    assert isinstance(stack, widgets.Stack)
+    assert len(stack.children) == 3
+    for image in stack.children:
+        assert isinstance(image, widgets.Image)
+        assert image.format == "png"
+        assert bytes(image.value).startswith(PNG_MAGIC)
+    assert slider.description == "slope"
+    assert [label for label, _ in slider.options] == ["0.5", "1", "2"]
+    assert slider.index == 0 and stack.selected_index == 0
+
+
+def test_initial_index_and_format():
+    box = slider_explorer(_line, np.array([1.0, 2.0, 3.0]), description="a", fmt="{:.2f}", index=2)
+    slider, stack = box.children
+    assert slider.index == 2 and stack.selected_index == 2
+    assert slider.label == "3.00"
+
+
+def test_render_called_once_per_value_in_order_and_figures_closed():
+    seen = []
+
+    def render(v):
+        seen.append(v)
+        return _line(v)
+
+    slider_explorer(render, [3, 1, 2], description="v")
+    assert seen == [3, 1, 2]
+    assert plt.get_fignums() == []
+
+
+def test_distinct_values_give_distinct_images():
+    box = slider_explorer(_line, [1.0, -1.0], description="a")
+    first, second = (img.value for img in box.children[1].children)
+    assert first != second
+
+
+def test_single_value_is_allowed():
+    box = slider_explorer(_line, [1.0], description="a")
+    assert len(box.children[1].children) == 1
+
+
+def test_slider_and_stack_are_linked_in_the_browser():
+    """The embedded state holds a LinkModel slider.index -> stack.selected_index.
+
+    That model is what makes the slider work in the static HTML page: the
+    widget manager in the browser applies the link, no kernel involved.
+    """
+    box = slider_explorer(_line, [1.0, 2.0], description="a")
+    slider, stack = box.children
+    state = embed_data(views=[box])["manager_state"]["state"]
+    links = [s["state"] for s in state.values() if s["model_name"] == "LinkModel"]
+    wanted = {
+        "source": [f"IPY_MODEL_{slider.model_id}", "index"],
+        "target": [f"IPY_MODEL_{stack.model_id}", "selected_index"],
+    }
+    assert any({k: list(link[k]) for k in ("source", "target")} == wanted for link in links)
+    assert state[stack.model_id]["model_name"] == "StackModel"
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(render="not callable", values=[1.0]), TypeError, "render"),
+        (dict(values=[]), ValueError, "values"),
+        (dict(values="abc"), TypeError, "values"),
+        (dict(values=5), TypeError, "values"),
+        (dict(values=np.float64(1.0)), TypeError, "values"),
+        (dict(values=np.array(1.0)), TypeError, "values"),
+        (dict(values={1.0: "a"}), TypeError, "values"),
+        (dict(values=[1.0], description=3), TypeError, "description"),
+        (dict(values=[1.0], fmt=None), TypeError, "fmt"),
+        (dict(values=[1.0], fmt="{:d}"), ValueError, "fmt"),
+        (dict(values=[1.0, 2.0], index=2), ValueError, "index"),
+        (dict(values=[1.0, 2.0], index=-1), ValueError, "index"),
+        (dict(values=[1.0, 2.0], index=1.0), TypeError, "index"),
+        (dict(values=[1.0, 2.0], index=True), TypeError, "index"),
+    ],
+)
+def test_bad_input(kwargs, exc, match):
+    args = dict(render=_line, values=[1.0, 2.0], description="a") | kwargs
+    with pytest.raises(exc, match=match):
+        slider_explorer(args.pop("render"), args.pop("values"), **args)
+    assert plt.get_fignums() == []
+
+
+def test_numpy_integer_index():
+    box = slider_explorer(_line, [1.0, 2.0], description="a", index=np.int64(1))
+    assert box.children[0].index == 1
+
+
+def test_render_must_return_a_figure():
+    keep = plt.figure()  # the caller's own figure survives the error
+
+    def render(v):
+        _line(v)  # opens a figure but returns the axes' list instead
+        return [v]
+
+    with pytest.raises(TypeError, match="Figure"):
+        slider_explorer(render, [1.0, 2.0], description="a")
+    assert plt.get_fignums() == [keep.number]
+
+
+def test_description_is_keyword_only():
+    with pytest.raises(TypeError):
+        slider_explorer(_line, [1.0], "a")  # type: ignore[misc]
