@@ -142,8 +142,8 @@ class Claims:
                 raise ValueError("expected= needs atol= and/or rtol=")
             tol = (atol or 0.0) + (rtol or 0.0) * abs(e)
             passed = abs(m - e) <= tol
-            parts = [f"atol {atol:.3g}"] if atol else []
-            parts += [f"rtol {rtol:.3g}"] if rtol else []
+            parts = [f"atol {atol:.3g}"] if atol is not None else []
+            parts += [f"rtol {rtol:.3g}"] if rtol is not None else []
             criterion = f"|measured − {e:.4g}| ≤ " + " + ".join(parts)
             pred = prediction or f"{e:.4g}"
         elif at_most is not None:

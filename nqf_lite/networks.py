@@ -226,6 +226,8 @@ class TanhMLP(_Symmetric):
     seed : int
         Seed of the init.
 
+    Notes
+    -----
     Inputs are ``x`` of shape (m, D_in).  Unit ``i`` is ``w_i = [u_i; v_i]`` (p = D_in + V).
     """
 
@@ -296,6 +298,8 @@ class TanhCNN(_Symmetric):
     sigma, seed : float, int
         Init scale (every kernel and readout entry N(0, sigma^2)) and seed.
 
+    Notes
+    -----
     Inputs are images of shape (m, H, W).  Unit ``i`` is ``[vec k_i; v_i]``.
     """
 
@@ -438,6 +442,8 @@ class QKAttention(_Symmetric):
     readout_seed : int
         Seed of ``C`` (a teacher and a student share ``C`` when they share this seed).
 
+    Notes
+    -----
     Inputs are pairs ``(x, X)`` of shapes (m, D) and (m, N, D) (tokens as rows).
     Unit ``h`` is a head ``[vec W_Q,h; vec W_K,h]`` (p = 2 d_k D).
     """
@@ -531,6 +537,8 @@ class MultiHeadAttention(_Symmetric):
     sigma, seed : float, int
         Init scale (every entry N(0, sigma^2)) and seed.
 
+    Notes
+    -----
     Inputs are pairs ``(x, X)`` of shapes (m, D) and (m, N, D).  Unit ``h`` is the
     head ``[vec W_Q; vec W_K; vec W_V; vec W_O]`` (p = 2 d_k D + d_v D + V d_v).
     """

@@ -65,12 +65,17 @@ class Expansion:
         The structure matrix ``A = A_s - B`` of Eq. 20 (symmetric).
     B : ndarray, shape (p, p) or (V, p, p)
         Half the cross-neuron Hessian block; ``B = 0`` under ZGZ.
+    d : int
+        The width at which the expansion was taken.  ``f0`` depends on it
+        (``f(0) = d phi(0)`` for an additive module), and for a module that
+        is not a plain sum over neurons so may ``g, A, B``.
     """
 
     f0: np.ndarray
     g: np.ndarray
     A: np.ndarray
     B: np.ndarray
+    d: int = 2
 
     @property
     def p(self) -> int:
@@ -89,10 +94,18 @@ class Expansion:
         return bool(np.max(np.abs(self.g), initial=0.0) <= tol and np.max(np.abs(self.B), initial=0.0) <= tol)
 
     def predict(self, W: np.ndarray) -> np.ndarray:
-        """The quadratic form ``f0 + g.mu + mu^T B mu + Tr[M A]`` at weights ``W`` (p, d)."""
+        """The quadratic form ``f0 + g.mu + mu^T B mu + Tr[M A]`` at weights ``W`` (p, d).
+
+        ``W`` must have the width ``d`` the expansion was taken at, because
+        ``f0`` (and for non-additive modules the coefficients) depend on it.
+        """
         W = as_array("W", W, ndim=2)
-        if W.shape[0] != self.p:
-            raise ValueError(f"W must have {self.p} rows (parameters per neuron), got shape {W.shape}")
+        if W.shape != (self.p, self.d):
+            raise ValueError(
+                f"W must have shape (p, d) = ({self.p}, {self.d}), the width this expansion was "
+                f"taken at, got {W.shape}; f(0) and, for non-additive modules, g, A, B can depend "
+                f"on the width, so call expand(f, x, p, d={W.shape[1] if W.shape[0] == self.p else 'd'})"
+            )
         M, mu = moments(W)
         return (
             self.f0
@@ -182,7 +195,7 @@ def _check_smooth(f: Module, x: Any, e: Expansion, rng: np.random.Generator) -> 
     """
     steps = (1e-2, 1e-3)
     for _ in range(2):
-        W = rng.standard_normal((e.p, 2))
+        W = rng.standard_normal((e.p, e.d))
         M, mu = moments(W)
         lin = np.atleast_1d(e.g @ mu)
         quad = np.atleast_1d(np.einsum("...ij,i,j->...", e.B, mu, mu) + np.einsum("...ij,ij->...", e.A, M))
@@ -219,8 +232,8 @@ def expand(f: Module, x: Any, p: int, d: int = 2, check: bool = True, seed: int 
     p : int
         Number of parameters of one neuron.
     d : int, default 2
-        Width at which the Hessian is taken; 2 suffices (one diagonal and one
-        off-diagonal block).
+        Width at which the expansion is taken.  Two neurons show every block
+        (one diagonal, one off-diagonal); ``f0`` is ``f(0)`` at this width.
     check : bool, default True
         Verify permutation symmetry (at a random width-3 point) and
         differentiability at the origin (finite differences).
@@ -271,6 +284,7 @@ def expand(f: Module, x: Any, p: int, d: int = 2, check: bool = True, seed: int 
         g=g_all[..., 0, :].copy(),
         A=A_s - B,
         B=B,
+        d=d,
     )
     if not vec and out.f0.ndim != 0:
         raise ValueError("f must return a scalar or a (V,) vector")

@@ -336,7 +336,7 @@ def test_truncation_slopes_mlp(act, slope):
     rng = _rng(100)
     x = rng.normal(size=4)
     f = ar.mlp(4, act)
-    e = expand(f, x, f.p)
+    e = expand(f, x, f.p, d=8)
     err = ar.truncation_error(f, e, x, rng.normal(size=(f.p, 8)), EPS)
     assert abs(ar.loglog_slope(EPS, err) - slope) < 0.15
 
@@ -345,7 +345,7 @@ def test_truncation_quadratic_form_is_exact_for_identity():
     rng = _rng(101)
     x = rng.normal(size=3)
     f = ar.mlp(3, "identity", V=2)
-    e = expand(f, x, f.p)
+    e = expand(f, x, f.p, d=4)
     err = ar.truncation_error(f, e, x, rng.normal(size=(f.p, 4)), EPS)
     assert err.max() < 1e-14
 
@@ -355,7 +355,7 @@ def test_mha_quartic_term_lifts_residual_to_order_six():
     D, N, d_k, d_v = 4, 5, 2, 3
     x, X = rng.normal(size=D), rng.normal(size=(D, N))
     f = ar.mha(D, d_k, d_v)
-    e = expand(f, (x, X), f.p)
+    e = expand(f, (x, X), f.p, d=3)
     W = rng.normal(size=(f.p, 3))
     err4 = ar.truncation_error(f, e, (x, X), W, EPS)
     err6 = ar.truncation_error(f, e, (x, X), W, EPS, correction=lambda We: ar.mha_quartic(We, x, X, d_k, d_v))
@@ -370,7 +370,7 @@ def test_relu_is_not_smooth_but_homogeneous():
     with pytest.raises(NotSmoothError):
         expand(f, x, f.p)
     W = rng.normal(size=(4, 5))
-    stand_in = Expansion(f0=np.array(0.0), g=np.zeros(4), A=ar.A_mlp(x, 0.5), B=np.zeros((4, 4)))
+    stand_in = Expansion(f0=np.array(0.0), g=np.zeros(4), A=ar.A_mlp(x, 0.5), B=np.zeros((4, 4)), d=5)
     err = ar.truncation_error(f, stand_in, x, W, EPS)
     assert abs(ar.loglog_slope(EPS, err) - 2.0) < 1e-6
 

@@ -121,11 +121,27 @@ def test_expansion_error_is_cubic(seed):
     p = 3
     f = random_smooth_module(p, seed)
     x = torch.tensor(0.2)
-    e = expand(f, x, p)
+    e = expand(f, x, p, d=5)
     W = np.random.default_rng(seed).standard_normal((p, 5))
     errs = [abs(f(torch.as_tensor(h * W), x).item() - e.predict(h * W)) for h in (1e-1, 1e-2)]
     slope = np.log10(errs[0] / errs[1])
     assert 2.7 < slope < 3.3
+
+
+def test_expand_constant_per_neuron_depends_on_width():
+    """f(0) = d * phi(0) for an additive module: the expansion carries its width."""
+
+    def f(W, x):
+        return (torch.cos(W[0]) + W[0] * W[1] * x).sum()
+
+    for d in (2, 3, 7):
+        e = expand(f, torch.tensor(0.5), 2, d=d)
+        assert e.d == d and abs(float(e.f0) - d) < 1e-14
+        assert np.allclose(e.A, [[-0.5, 0.25], [0.25, 0.0]], atol=1e-14)
+        W = 1e-3 * np.ones((2, d))
+        assert abs(e.predict(W) - f(torch.as_tensor(W), torch.tensor(0.5)).item()) < 1e-11
+    with pytest.raises(ValueError, match="width this expansion was taken at"):
+        e.predict(np.ones((2, 3)))
 
 
 def test_expand_vector_output():
