@@ -11,8 +11,8 @@ Modules, one per idea:
 - :mod:`nqf_lite.plotting` -- the book's figure style.
 """
 
-from .compression import compress, data_subspace, k_V
-from .dynamics import NQF, realize_moments
+from .compression import compress, compression_residual, data_subspace, k_V
+from .dynamics import NQF, random_nqf, realize_moments
 from .structure import Expansion, NotSmoothError, NotSymmetricError, expand, expand_dataset, moments
 
 __all__ = [
@@ -21,11 +21,13 @@ __all__ = [
     "NotSmoothError",
     "NotSymmetricError",
     "compress",
+    "compression_residual",
     "data_subspace",
     "expand",
     "expand_dataset",
     "k_V",
     "moments",
+    "random_nqf",
     "realize_moments",
 ]
 

@@ -21,7 +21,10 @@ Theorem 2 (Eqs. 23-24) follows by multiplying out ``W' = W - lr (v 1^T + H W)``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+from tqdm.auto import tqdm
 
 from ._checks import (
     as_array,
@@ -34,7 +37,7 @@ from ._checks import (
 )
 from .structure import moments
 
-__all__ = ["NQF", "realize_moments"]
+__all__ = ["NQF", "random_nqf", "realize_moments"]
 
 
 class NQF:
@@ -71,12 +74,13 @@ class NQF:
         check_symmetric("B", self.B)
         self.f0 = np.zeros(lead) if f0 is None else as_array("f0", f0)
         check_shape("f0", self.f0, lead)
+        self._zgz = not (np.any(self.g) or np.any(self.B))
 
     # ------------------------------------------------------------------ helpers
     @property
     def zgz(self) -> bool:
         """True when ``g = 0`` and ``B = 0`` for every sample: the width drops out (Thm 2)."""
-        return not (np.any(self.g) or np.any(self.B))
+        return self._zgz
 
     def __repr__(self) -> str:
         out = "scalar" if self.V is None else f"V={self.V}"
@@ -237,6 +241,102 @@ class NQF:
         )
         return _finite(0.5 * (M_new + M_new.T), lr), _finite(mu_new, lr)
 
+    def train(
+        self, W, y, lr, steps: int, batches=None, weight_decay: float = 0.0, progress: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Run ``steps`` explicit (S)GD steps (:meth:`gd_step`, Eq. 21) and record the predictions.
+
+        Parameters
+        ----------
+        W : array, shape (p, d)
+            Initial weights.
+        y : array, shape (m,) or (m, V)
+        lr : float > 0
+        steps : int >= 0
+        batches : sequence of ``steps`` int arrays, optional
+            ``batches[t]`` holds the sample indices of step ``t``; full batch when ``None``.
+        weight_decay : float >= 0
+        progress : bool
+            Show a ``tqdm`` progress bar.
+
+        Returns
+        -------
+        W : ndarray, shape (p, d)
+            Weights after the last step.
+        predictions : ndarray, shape (steps + 1, m) or (steps + 1, m, V)
+            Predictions on every sample at steps ``0, ..., steps``.
+        """
+        W = self._W(W)
+        y, lr, weight_decay, steps, batches = self._schedule(y, lr, weight_decay, steps, batches)
+        preds = np.empty((steps + 1,) + y.shape)
+        preds[0] = self._record(lr, W=W)
+        for t in tqdm(range(steps), disable=not progress, desc="GD on W"):
+            W = self.gd_step(W, y, lr, batch=batches[t], weight_decay=weight_decay)
+            preds[t + 1] = self._record(lr, W=W)
+        return W, preds
+
+    def train_closed(
+        self, M, mu, d: int, y, lr, steps: int, batches=None, weight_decay: float = 0.0, progress: bool = False
+    ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+        """Run ``steps`` steps of the closed recursion (:meth:`closed_step`, Theorem 2) and record the predictions.
+
+        Parameters
+        ----------
+        M : array, shape (p, p)
+        mu : array, shape (p,)
+        d : int >= 1
+            Width (a number: no weights are stored).
+        y, lr, steps, batches, weight_decay, progress
+            As in :meth:`train`.
+
+        Returns
+        -------
+        (M, mu) : tuple of ndarray
+            Order parameters after the last step.
+        predictions : ndarray, shape (steps + 1, m) or (steps + 1, m, V)
+            Predictions on every sample at steps ``0, ..., steps``.
+        """
+        M, mu = self._state(M, mu)
+        d = width("d", d)
+        y, lr, weight_decay, steps, batches = self._schedule(y, lr, weight_decay, steps, batches)
+        preds = np.empty((steps + 1,) + y.shape)
+        preds[0] = self._record(lr, M=M, mu=mu)
+        for t in tqdm(range(steps), disable=not progress, desc="closed (M, mu)"):
+            M, mu = self.closed_step(M, mu, d, y, lr, batch=batches[t], weight_decay=weight_decay)
+            preds[t + 1] = self._record(lr, M=M, mu=mu)
+        return (M, mu), preds
+
+    def _record(self, lr: float, W=None, M=None, mu=None) -> np.ndarray:
+        """Predictions on all samples at ``W`` or ``(M, mu)``; a clear error when training has blown up."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            if W is not None:
+                M, mu = moments(W)
+            return _finite(self.predict(_finite(M, lr), mu), lr)
+
+    def _schedule(self, y, lr, weight_decay, steps, batches) -> tuple:
+        """Validate the arguments shared by :meth:`train` and :meth:`train_closed`."""
+        y = self._y(y)
+        lr = positive("lr", lr)
+        weight_decay = nonnegative("weight_decay", weight_decay)
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+            raise TypeError(f"steps must be a non-negative integer, got {steps!r}")
+        if steps < 0:
+            raise ValueError(f"steps must be a non-negative integer, got {steps}")
+        steps = int(steps)
+        if batches is None:
+            return y, lr, weight_decay, steps, [None] * steps
+        if isinstance(batches, (str, bytes)) or not isinstance(batches, (Sequence, np.ndarray)):
+            raise TypeError(f"batches must be None or a sequence of {steps} index arrays, got {type(batches).__name__}")
+        if len(batches) != steps:
+            raise ValueError(f"batches must hold one index array per step ({steps}), got {len(batches)}")
+        checked = []
+        for t, batch in enumerate(batches):
+            try:
+                checked.append(batch_indices(batch, self.m))
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"batches[{t}]: {exc}") from exc
+        return y, lr, weight_decay, steps, checked
+
 
 def _finite(X: np.ndarray, lr: float) -> np.ndarray:
     if not np.all(np.isfinite(X)):
@@ -292,3 +392,80 @@ def realize_moments(M, mu, d: int, rng: np.random.Generator | int | None = None)
     frame = np.linalg.qr(np.column_stack([np.ones(d), base]))[0][:, 1:]
     Z = frame[:, :r]
     return mu[:, None] / d + L @ Z.T
+
+
+def random_nqf(
+    m: int,
+    p: int,
+    k: int | None = None,
+    V: int | None = None,
+    *,
+    scale_A: float = 1.0,
+    scale_g: float = 0.0,
+    scale_B: float = 0.0,
+    scale_f0: float = 0.0,
+    seed: int | np.random.Generator = 0,
+) -> NQF:
+    """A random NQF (Eq. 20) whose coefficients live in a random ``k``-dimensional subspace of ``R^p``.
+
+    With ``Q`` (p, k) an orthonormal basis of a random subspace (``Q = I`` when
+    ``k = p``) and ``S = (Z + Z^T)/2`` for standard normal ``Z`` (k, k):
+    ``A_n = scale_A Q S_n Q^T``, ``B_n = scale_B Q S'_n Q^T``,
+    ``g_n = scale_g Q z_n`` and ``f0_n = scale_f0 z'_n`` (one draw per sample and
+    output). A generic symmetric ``S_n`` has rank ``k``, so ``k_V = k``: a test
+    bed for compression (Theorem 3).
+
+    Parameters
+    ----------
+    m : int >= 1
+        Number of samples.
+    p : int >= 1
+        Dimension of one neuron.
+    k : int, optional
+        Dimension of the subspace, ``1 <= k <= p``; ``p`` by default.
+    V : int, optional
+        Number of outputs; scalar output when ``None``.
+    scale_A, scale_g, scale_B, scale_f0 : float >= 0
+        Scales of the coefficients; ``g``, ``B`` and ``f0`` are drawn only when
+        their scale is non-zero (zero arrays otherwise, so ``scale_g = scale_B = 0``
+        gives a ZGZ model).
+    seed : int or numpy Generator
+        Seed of ``numpy.random.default_rng``; a Generator is used (and advanced)
+        as it is. Draw order: basis (when ``k < p``), ``A``, ``g``, ``B``, ``f0``.
+
+    Returns
+    -------
+    NQF
+        With ``A`` of shape (m, p, p) or (m, V, p, p); ``A`` and ``B`` exactly symmetric.
+    """
+    m = _count("m", m)
+    p = _count("p", p)
+    k = p if k is None else _count("k", k)
+    if k > p:
+        raise ValueError(f"k must satisfy 1 <= k <= p = {p}, got k = {k}")
+    lead = (m,) if V is None else (m, _count("V", V))
+    scales = {name: nonnegative(name, val) for name, val in
+              (("scale_A", scale_A), ("scale_g", scale_g), ("scale_B", scale_B), ("scale_f0", scale_f0))}
+    if not isinstance(seed, (int, np.integer, np.random.Generator)) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int or a numpy Generator, got {type(seed).__name__}")
+    rng = np.random.default_rng(seed)
+    Q = np.eye(p) if k == p else np.linalg.qr(rng.standard_normal((p, k)))[0]
+
+    def sym_in_subspace(scale: float) -> np.ndarray:
+        Z = rng.standard_normal(lead + (k, k))
+        X = scale * (Q @ ((Z + np.swapaxes(Z, -1, -2)) / 2) @ Q.T)
+        return (X + np.swapaxes(X, -1, -2)) / 2
+
+    A = sym_in_subspace(scales["scale_A"])
+    g = scales["scale_g"] * rng.standard_normal(lead + (k,)) @ Q.T if scales["scale_g"] else None
+    B = sym_in_subspace(scales["scale_B"]) if scales["scale_B"] else None
+    f0 = scales["scale_f0"] * rng.standard_normal(lead) if scales["scale_f0"] else None
+    return NQF(A, g=g, B=B, f0=f0)
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+    return int(value)

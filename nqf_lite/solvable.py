@@ -20,6 +20,7 @@ from scipy.integrate import solve_ivp
 from tqdm.auto import tqdm
 
 from ._checks import as_array, check_shape, check_symmetric, positive
+from .dynamics import NQF
 
 __all__ = [
     "COMMUTE_RTOL",
@@ -536,6 +537,8 @@ def gd_nqf(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Full-batch GD on the weights of a ZGZ NQF: ``W <- W - lr H W`` (Eqs. 21, 27).
 
+    Each step is :meth:`nqf_lite.dynamics.NQF.gd_step` of ``NQF(A)``.
+
     Parameters
     ----------
     A : array_like, shape (m, p, p)
@@ -563,16 +566,14 @@ def gd_nqf(
     for name, v in (("n_steps", n_steps), ("every", every)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (0 if name == "n_steps" else 1):
             raise ValueError(f"{name} must be a {'non-negative' if name == 'n_steps' else 'positive'} integer")
+    model = NQF(A)
     steps = np.arange(0, n_steps + 1, every)
     rec = np.empty((steps.size, W.shape[0], W.shape[0]))
-    j = 0
-    for s in tqdm(range(n_steps + 1), disable=not progress, desc="GD"):
-        M = W @ W.T
+    rec[0] = W @ W.T
+    for s in tqdm(range(1, n_steps + 1), disable=not progress, desc="GD"):
+        W = model.gd_step(W, y, lr)
         if s % every == 0:
-            rec[j] = M
-            j += 1
-        if s < n_steps:
-            W = W - lr * _H(A, y, M) @ W
+            rec[s // every] = W @ W.T
     return lr * steps, rec
 
 

@@ -428,3 +428,185 @@ def test_compress_rejects_small_width(rng):
         compress(model, rng.standard_normal((12, 50)), 0.0)
     with pytest.raises(TypeError, match="model must be an NQF"):
         compress("model", rng.standard_normal((12, 50)), 0.1)
+
+
+# ------------------------------------------------------ training loops (NQF.train, train_closed)
+from nqf_lite.compression import compression_residual  # noqa: E402
+from nqf_lite.dynamics import random_nqf  # noqa: E402
+
+
+@pytest.mark.parametrize("V", [None, 2])
+@pytest.mark.parametrize("general", [False, True])
+def test_train_equals_loop_of_gd_step_and_closed_recursion(rng, V, general):
+    model = random_model(rng, m=6, p=4, V=V, general=general, scale=0.1)
+    y = rng.standard_normal((6,) if V is None else (6, V))
+    W0 = 0.2 * rng.standard_normal((4, 5))
+    steps, lr, wd = 40, 0.05, 0.01
+    batches = [rng.choice(6, 3, replace=False) for _ in range(steps)]
+    W_T, preds = model.train(W0, y, lr, steps, batches=batches, weight_decay=wd)
+    # expected: an explicit loop of gd_step, predictions by the neuron sum of Eq. 20
+    W, expected = W0, []
+    for t in range(steps + 1):
+        mu = W.sum(1)
+        expected.append(
+            model.f0
+            + model.g @ mu
+            + np.einsum("...ij,i,j->...", model.B, mu, mu)
+            + sum(np.einsum("...ij,i,j->...", model.A, W[:, i], W[:, i]) for i in range(W.shape[1]))
+        )
+        if t < steps:
+            W = model.gd_step(W, y, lr, batch=batches[t], weight_decay=wd)
+    lead = (6,) if V is None else (6, V)
+    assert preds.shape == (steps + 1,) + lead
+    assert np.max(np.abs(W_T - W)) == 0.0
+    assert np.max(np.abs(preds - np.array(expected))) < 1e-12
+    (M_T, mu_T), preds_c = model.train_closed(*moments(W0), 5, y, lr, steps, batches=batches, weight_decay=wd)
+    assert np.max(np.abs(preds_c - preds)) < 1e-10
+    assert np.max(np.abs(M_T - W_T @ W_T.T)) < 1e-10 and np.max(np.abs(mu_T - W_T.sum(1))) < 1e-10
+
+
+def test_train_full_batch_and_zero_steps(rng):
+    model = random_model(rng, m=5, p=3, scale=0.2)
+    y = rng.standard_normal(5)
+    W0 = 0.3 * rng.standard_normal((3, 4))
+    W, preds = model.train(W0, y, 0.02, 0)
+    assert preds.shape == (1, 5) and np.array_equal(W, W0)
+    W, preds = model.train(W0, y, 0.02, 3, progress=False)
+    W_loop = model.gd_step(model.gd_step(model.gd_step(W0, y, 0.02), y, 0.02), y, 0.02)
+    assert np.array_equal(W, W_loop) and preds.shape == (4, 5)
+    (M, mu), preds_c = model.train_closed(W0 @ W0.T, W0.sum(1), 4, y, 0.02, np.int64(3))
+    assert np.max(np.abs(M - W_loop @ W_loop.T)) < 1e-12 and np.max(np.abs(preds_c - preds)) < 1e-12
+
+
+def test_train_rejects_bad_input(rng):
+    model = random_model(rng, m=5, p=3)
+    y, W = rng.standard_normal(5), rng.standard_normal((3, 2))
+    M, mu = moments(W)
+    with pytest.raises(ValueError, match="steps must be a non-negative integer"):
+        model.train(W, y, 0.1, -1)
+    with pytest.raises(TypeError, match="steps must be a non-negative integer"):
+        model.train(W, y, 0.1, 2.0)
+    with pytest.raises(TypeError, match="steps"):
+        model.train_closed(M, mu, 2, y, 0.1, True)
+    with pytest.raises(ValueError, match=r"batches must hold one index array per step \(3\), got 2"):
+        model.train(W, y, 0.1, 3, batches=[np.array([0]), np.array([1])])
+    with pytest.raises(ValueError, match=r"batches\[1\]: batch indices must lie in \[0, 5\)"):
+        model.train_closed(M, mu, 2, y, 0.1, 2, batches=[np.array([0]), np.array([7])])
+    with pytest.raises(TypeError, match="batches must be None or a sequence"):
+        model.train(W, y, 0.1, 2, batches=5)
+    with pytest.raises(ValueError, match="y must have shape"):
+        model.train(W, y[:4], 0.1, 2)
+    with pytest.raises(ValueError, match="lr"):
+        model.train(W, y, -0.1, 2)
+    with pytest.raises(ValueError, match="weight_decay"):
+        model.train_closed(M, mu, 2, y, 0.1, 2, weight_decay=-1.0)
+    with pytest.raises(ValueError, match="d must be >= 1"):
+        model.train_closed(M, mu, 0, y, 0.1, 2)
+    with pytest.raises(ValueError, match="W must have shape"):
+        model.train(W.T, y, 0.1, 2)
+    with pytest.raises(FloatingPointError, match="diverged"):
+        model.train(100 * W, y, 10.0, 50)
+
+
+# ------------------------------------------------------------------------------ random_nqf
+@pytest.mark.parametrize("V", [None, 2])
+def test_random_nqf_shapes_symmetry_subspace(V):
+    model = random_nqf(7, 9, 3, V, scale_A=0.5, scale_g=0.2, scale_B=0.05, scale_f0=0.1, seed=3)
+    lead = (7,) if V is None else (7, V)
+    assert model.A.shape == lead + (9, 9) and model.B.shape == lead + (9, 9)
+    assert model.g.shape == lead + (9,) and model.f0.shape == lead and model.V == V
+    for X in (model.A, model.B):
+        assert np.array_equal(X, np.swapaxes(X, -1, -2))
+    assert k_V(model) == 3 and not model.zgz
+    # A, B and g live in one 3-dim subspace: stacking them has rank 3
+    stacked = np.concatenate([model.A.reshape(-1, 9), model.B.reshape(-1, 9), model.g.reshape(-1, 9)])
+    assert np.linalg.matrix_rank(stacked, tol=1e-10) == 3
+    assert np.all(model.f0 != 0)
+
+
+def test_random_nqf_defaults_and_determinism():
+    a, b = random_nqf(4, 5, seed=11), random_nqf(4, 5, seed=11)
+    assert np.array_equal(a.A, b.A) and a.zgz and not np.any(a.f0)
+    assert k_V(a) == 5  # k = p by default
+    assert not np.array_equal(a.A, random_nqf(4, 5, seed=12).A)
+    assert np.max(np.abs(random_nqf(4, 5, scale_A=2.0, seed=11).A - 2 * a.A)) < 1e-12
+    # a Generator is used as given (and advanced)
+    gen = np.random.default_rng(11)
+    first, second = random_nqf(4, 5, seed=gen), random_nqf(4, 5, seed=gen)
+    assert np.array_equal(first.A, a.A) and not np.array_equal(second.A, a.A)
+
+
+def test_random_nqf_rejects_bad_input():
+    with pytest.raises(ValueError, match="k must satisfy 1 <= k <= p = 4"):
+        random_nqf(3, 4, 5)
+    with pytest.raises(ValueError, match="m must be a positive integer"):
+        random_nqf(0, 4)
+    with pytest.raises(TypeError, match="p must be a positive integer"):
+        random_nqf(3, 4.0)
+    with pytest.raises(ValueError, match="V must be a positive integer"):
+        random_nqf(3, 4, V=0)
+    with pytest.raises(ValueError, match="scale_g must be finite and >= 0"):
+        random_nqf(3, 4, scale_g=-1.0)
+    with pytest.raises(TypeError, match="seed must be an int or a numpy Generator"):
+        random_nqf(3, 4, seed="zero")
+
+
+# ----------------------------------------------------------- compress(width=...), Corollary 3
+def test_compress_full_width_is_theorem_3(rng):
+    model, basis = low_rank_model(rng)  # k_V = 4
+    W = 0.1 * rng.standard_normal((12, 30))
+    small, Ws, lr_s = compress(model, W, 0.01)
+    small5, Ws5, lr_s5 = compress(model, W, 0.01, width=5)
+    assert np.array_equal(Ws, Ws5) and lr_s == lr_s5 and np.array_equal(small.A, small5.A)
+    # Theorem 3's initial moments, computed independently with the known basis
+    P = basis @ basis.T
+    M, mu = moments(W)
+    assert np.max(np.abs(Ws5 @ Ws5.T - 30 / 5 * P @ M @ P)) < 1e-12
+    assert np.max(np.abs(Ws5.sum(1) - P @ mu)) < 1e-12
+    assert compression_residual(model, W, 5) < 1e-12
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+def test_truncated_twin_initial_error_corollary_3(rng, width):
+    model, basis = low_rank_model(rng)  # k_V = 4
+    d = 30
+    W = 0.1 * rng.standard_normal((12, d))
+    small, Ws, lr_s = compress(model, W, 0.01, width=width)
+    assert Ws.shape == (12, width) and np.isclose(lr_s, 0.01 * d / width)
+    assert np.allclose(small.A, model.A * width / d, rtol=0, atol=1e-15)
+    P = basis @ basis.T
+    M, mu = moments(W)
+    Ms, mus = moments(Ws)
+    e0_measured = np.linalg.norm(width / d * Ms - P @ M @ P) + np.linalg.norm(mus - P @ mu)
+    # Eckart-Young: the discarded eigenvalues of the projected covariance (smallest first)
+    lam = np.linalg.eigvalsh(basis.T @ (M - np.outer(mu, mu) / d) @ basis)
+    e0_eig = np.sqrt(np.sum(lam[: 4 - (width - 1)] ** 2))
+    e0 = compression_residual(model, W, width)
+    assert abs(e0 - e0_measured) < 1e-12 and abs(e0 - e0_eig) < 1e-12 and e0 > 1e-3
+    assert np.max(np.abs(mus - P @ mu)) < 1e-12  # the "+1" neuron carries the mean exactly
+
+
+def test_truncated_twin_error_shrinks_with_width(rng):
+    model, _ = low_rank_model(rng)
+    W = 0.1 * rng.standard_normal((12, 30))
+    e = [compression_residual(model, W, w) for w in range(1, 6)]
+    assert all(a > b for a, b in zip(e, e[1:])) and e[-1] < 1e-12
+
+
+def test_compress_width_rejects_bad_input(rng):
+    model, _ = low_rank_model(rng)  # k_V = 4
+    W = rng.standard_normal((12, 30))
+    with pytest.raises(ValueError, match=r"1 <= width <= k_V \+ 1 = 5, got 0"):
+        compress(model, W, 0.1, width=0)
+    with pytest.raises(ValueError, match=r"1 <= width <= k_V \+ 1 = 5, got 6"):
+        compress(model, W, 0.1, width=6)
+    with pytest.raises(ValueError, match="smaller than the model's width d = 4"):
+        compress(model, W[:, :4], 0.1, width=4)
+    with pytest.raises(TypeError, match="width must be None or an integer"):
+        compress(model, W, 0.1, width=2.0)
+    with pytest.raises(TypeError, match="width must be None or an integer"):
+        compression_residual(model, W, True)
+    with pytest.raises(TypeError, match="width must be an integer"):
+        compression_residual(model, W, None)
+    with pytest.raises(TypeError, match="model must be an NQF"):
+        compression_residual("model", W, 2)

@@ -108,6 +108,9 @@ def test_page_reads_cleanly(page, site_url, screenshots, doc):
         ".map(img => img.getAttribute('src'))"
     )
     assert not broken, f"{doc}: images that did not load: {broken}"
+    if doc in CHAPTERS:  # every chapter draws figures: a page without one lost its plots
+        figures = page.locator(".cell_output img").count()
+        assert figures >= 1, f"{doc}: no figure in any cell output"
 
     # A cell tagged "shows-error" prints a caught exception on purpose.
     outputs = page.locator(f".cell:not(.tag_{SHOWS_ERROR}) .cell_output").all_inner_texts()
