@@ -53,6 +53,8 @@ def is_notebook(doc: str) -> bool:
 
 PAGES = toc_pages()
 CHAPTERS = [d for d in PAGES if is_notebook(d)]
+#: chapters with an interactive explorer (their source calls slider_explorer)
+EXPLORERS = [d for d in CHAPTERS if "slider_explorer(" in (ROOT / f"{d}.ipynb").read_text(encoding="utf-8")]
 
 
 def _open(page, site_url: str, doc: str, screenshots: Path):
@@ -135,12 +137,16 @@ def test_chapter_launch_buttons(page, site_url, screenshots, doc):
     assert "%pip install" not in page.locator("article").inner_text(), f"{doc}: install cell is shown"
 
 
-@pytest.mark.parametrize("doc", CHAPTERS)
+def test_explorers_exist():
+    assert len(EXPLORERS) >= 2, f"expected explorers in chapters 6 and 7, found {EXPLORERS}"
+
+
+@pytest.mark.parametrize("doc", EXPLORERS)
 def test_chapter_widgets_render_and_respond(page, site_url, screenshots, doc):
     _open(page, site_url, doc, screenshots)
     views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
-    if views == 0:
-        pytest.skip(f"{doc} has no widget output")
+    assert views > 0, f"{doc}: calls slider_explorer but the page has no widget output"
+    explorers = 0
     page.wait_for_selector(".jupyter-widgets", state="visible")
     assert page.locator(".jupyter-widgets").count() >= 1
     sliders = page.locator(".widget-slider")
@@ -152,6 +158,7 @@ def test_chapter_widgets_render_and_respond(page, site_url, screenshots, doc):
         images = box.locator(".widget-image")
         if images.count() == 0:  # not a slider_explorer
             continue
+        explorers += 1
         before = images.first.get_attribute("src")
         readout = slider.locator(".widget-readout").inner_text()
         slider.locator(".noUi-handle").focus()
@@ -164,6 +171,7 @@ def test_chapter_widgets_render_and_respond(page, site_url, screenshots, doc):
             " return img && img.getAttribute('src') !== src && img.naturalWidth > 0; }",
             arg=[box.element_handle(), before],
         )
+    assert explorers >= 1, f"{doc}: no slider explorer (slider + images) rendered"
     _shoot(page, f"{doc}__widgets", screenshots)
 
 
