@@ -66,6 +66,16 @@ def nonnegative(name: str, value: object) -> float:
     return v
 
 
+def integer(name: str, value: object, minimum: int = 1) -> int:
+    """Return ``value`` as an int, requiring an integer type (not bool) and ``value >= minimum``."""
+    kind = {0: "non-negative", 1: "positive"}.get(minimum, f">= {minimum}")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a {kind} integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be a {kind} integer, got {value}")
+    return int(value)
+
+
 def width(name: str, value: object) -> int:
     """Return ``value`` as a positive int (a number of neurons)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ._checks import integer
 from .structure import Expansion
 
 __all__ = [
@@ -256,9 +257,7 @@ def _t(a: Any) -> torch.Tensor:
 
 
 def _pos_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return integer(name, value, minimum=1)
 
 
 def _outputs(V: Any) -> int | None:

@@ -31,6 +31,7 @@ from ._checks import (
     batch_indices,
     check_shape,
     check_symmetric,
+    integer,
     nonnegative,
     positive,
     width,
@@ -318,11 +319,7 @@ class NQF:
         y = self._y(y)
         lr = positive("lr", lr)
         weight_decay = nonnegative("weight_decay", weight_decay)
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
-            raise TypeError(f"steps must be a non-negative integer, got {steps!r}")
-        if steps < 0:
-            raise ValueError(f"steps must be a non-negative integer, got {steps}")
-        steps = int(steps)
+        steps = integer("steps", steps, minimum=0)
         if batches is None:
             return y, lr, weight_decay, steps, [None] * steps
         if isinstance(batches, (str, bytes)) or not isinstance(batches, (Sequence, np.ndarray)):
@@ -438,12 +435,12 @@ def random_nqf(
     NQF
         With ``A`` of shape (m, p, p) or (m, V, p, p); ``A`` and ``B`` exactly symmetric.
     """
-    m = _count("m", m)
-    p = _count("p", p)
-    k = p if k is None else _count("k", k)
+    m = integer("m", m)
+    p = integer("p", p)
+    k = p if k is None else integer("k", k)
     if k > p:
         raise ValueError(f"k must satisfy 1 <= k <= p = {p}, got k = {k}")
-    lead = (m,) if V is None else (m, _count("V", V))
+    lead = (m,) if V is None else (m, integer("V", V))
     scales = {name: nonnegative(name, val) for name, val in
               (("scale_A", scale_A), ("scale_g", scale_g), ("scale_B", scale_B), ("scale_f0", scale_f0))}
     if not isinstance(seed, (int, np.integer, np.random.Generator)) or isinstance(seed, bool):
@@ -462,10 +459,3 @@ def random_nqf(
     f0 = scales["scale_f0"] * rng.standard_normal(lead) if scales["scale_f0"] else None
     return NQF(A, g=g, B=B, f0=f0)
 
-
-def _count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value}")
-    return int(value)

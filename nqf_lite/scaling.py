@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._checks import as_array, check_shape, nonnegative, positive
+from ._checks import as_array, check_shape, integer, nonnegative, positive
 from .solvable import excess_loss
 
 __all__ = [
@@ -77,9 +77,7 @@ def _diag(name: str, C: object, k: int) -> np.ndarray:
 
 
 def _steps(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return integer(name, value, minimum=1)
 
 
 # ----------------------------------------------------------------------------- exponents

@@ -19,7 +19,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from tqdm.auto import tqdm
 
-from ._checks import as_array, check_shape, check_symmetric, positive
+from ._checks import as_array, check_shape, check_symmetric, integer, positive
 from .dynamics import NQF
 
 __all__ = [
@@ -508,8 +508,7 @@ def gd_discrete_glv(r: object, C: object, z0: object, lr: float, n_steps: int) -
     r, C = _rC(r, C)
     z = _z0(z0, r.size).copy()
     lr = positive("lr", lr)
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 0:
-        raise ValueError(f"n_steps must be a non-negative integer, got {n_steps!r}")
+    n_steps = integer("n_steps", n_steps, minimum=0)
     out = np.empty((n_steps + 1, r.size))
     out[0] = z
     for s in range(n_steps):
@@ -563,9 +562,8 @@ def gd_nqf(
     if W.shape[0] != A.shape[1]:
         raise ValueError(f"W0 must have {A.shape[1]} rows (p), got shape {W.shape}")
     lr = positive("lr", lr)
-    for name, v in (("n_steps", n_steps), ("every", every)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (0 if name == "n_steps" else 1):
-            raise ValueError(f"{name} must be a {'non-negative' if name == 'n_steps' else 'positive'} integer")
+    n_steps = integer("n_steps", n_steps, minimum=0)
+    every = integer("every", every, minimum=1)
     model = NQF(A)
     steps = np.arange(0, n_steps + 1, every)
     rec = np.empty((steps.size, W.shape[0], W.shape[0]))

@@ -233,7 +233,7 @@ def test_powerlaw_modes_reproduce_r_and_C_from_data():
 def test_powerlaw_modes_bad():
     with pytest.raises(ValueError, match="m must"):
         sc.powerlaw_modes(0, 2.0, 0.8)
-    with pytest.raises(ValueError, match="m must"):
+    with pytest.raises(TypeError, match="m must be a positive integer"):
         sc.powerlaw_modes(10.0, 2.0, 0.8)
     with pytest.raises(ValueError, match="alpha1"):
         sc.powerlaw_modes(10, 1.0, 0.8)
@@ -450,5 +450,5 @@ def test_train_tanh_mlp_bad():
         sc.train_tanh_mlp(np.ones(3), np.ones(2), np.ones(4), np.ones(4), 0.1, 2)
     with pytest.raises(ValueError, match="shape"):
         sc.train_tanh_mlp(np.ones(3), np.ones(3), np.ones(4), np.ones(5), 0.1, 2)
-    with pytest.raises(ValueError, match="n_steps"):
+    with pytest.raises(TypeError, match="n_steps must be a positive integer"):
         sc.train_tanh_mlp(np.ones(3), np.ones(3), np.ones(4), np.ones(4), 0.1, True)
