@@ -39,6 +39,9 @@ class Claim:
     measured: float
     criterion: str
     passed: bool
+    n_seeds: int = 1
+    spread: float | None = None
+    margin: float | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -64,6 +67,38 @@ def glue(key: str, value: object, display: bool = False) -> None:
     except ImportError:  # a bare kernel: there is no page to glue into
         return
     _myst_glue(key, value, display=display)
+
+
+def _n_seeds(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"n_seeds must be an integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"n_seeds must be >= 1, got {value!r}")
+    return int(value)
+
+
+def _margin(m, expected, atol, rtol, at_most, at_least) -> float | None:
+    """Fraction of the tolerance the measurement uses (0 = on target, 1 = at the edge).
+
+    For ``expected``: ``|m - e| / tol``.  For a positive bound ``b``: ``m / b``
+    (``at_most``) or ``b / m`` (``at_least``).  ``None`` when that ratio has no
+    meaning (a bound or measurement that is zero or negative).
+    """
+    if not math.isfinite(m):
+        return None
+    if expected is not None:
+        e = float(expected)
+        tol = (atol or 0.0) + (rtol or 0.0) * abs(e)
+        return abs(m - e) / tol if tol > 0 else (0.0 if m == e else math.inf)
+    if at_most is not None:
+        b = float(at_most)
+        if b > 0 and m >= 0:
+            return m / b
+        return None
+    b = float(at_least)
+    if b > 0 and m > 0:
+        return b / m
+    return None
 
 
 class Claims:
@@ -95,6 +130,8 @@ class Claims:
         at_least: float | None = None,
         source: str = "",
         prediction: str | None = None,
+        n_seeds: int = 1,
+        spread: float | None = None,
     ) -> float:
         """Assert one quantitative claim, record it and glue the measurement.
 
@@ -117,6 +154,12 @@ class Claims:
         prediction : str, optional
             How the prediction reads in the ledger; built from the criterion
             when omitted.
+        n_seeds : int
+            How many independent draws (seeds) the measurement summarises; 1
+            for a deterministic quantity or an identity.
+        spread : float, optional
+            The measured seed-to-seed spread (standard deviation over the
+            ensemble) behind ``measured``; shown in the ledger.
 
         Returns
         -------
@@ -157,7 +200,12 @@ class Claims:
             criterion = f"measured ≥ {b:.3g}"
             pred = prediction or f"≥ {b:.3g}"
         passed = bool(passed) and math.isfinite(m)
-        claim = Claim(self.chapter, key, statement, source, pred, m, criterion, passed)
+        n = _n_seeds(n_seeds)
+        sp = None if spread is None else _as_float("spread", spread)
+        if sp is not None and not (math.isfinite(sp) and sp >= 0):
+            raise ValueError(f"spread must be finite and >= 0, got {spread!r}")
+        margin = _margin(m, expected, atol, rtol, at_most, at_least)
+        claim = Claim(self.chapter, key, statement, source, pred, m, criterion, passed, n, sp, margin)
         self.records.append(claim)
         self._write(claim)
         glue(key, m)
@@ -167,6 +215,26 @@ class Claims:
                 f"criterion {criterion} not met"
             )
         return m
+
+    def summary(self) -> str:
+        """Check that the chapter recorded claims and that all passed; return one line.
+
+        The closing cell of a chapter calls this instead of counting claims by
+        hand.  It raises :class:`ClaimFailed` when no claim was recorded or any
+        failed, and returns e.g. ``"18 claims checked, all pass; see the claims
+        ledger."`` for the reader.
+        """
+        if not self.records:
+            raise ClaimFailed(f"chapter {self.chapter!r} recorded no claim")
+        failed = [c.key for c in self.records if not c.passed]
+        if failed:
+            raise ClaimFailed(f"chapter {self.chapter!r}: claims failed: {', '.join(failed)}")
+        ens = sum(c.n_seeds > 1 for c in self.records)
+        n = len(self.records)
+        return (
+            f"{n} claim{'s' if n != 1 else ''} checked, all pass "
+            f"({ens} on ensembles of seeds); every claim is listed in the claims ledger."
+        )
 
     def _write(self, claim: Claim) -> None:
         folder = os.environ.get(CLAIMS_DIR_ENV)

@@ -93,6 +93,9 @@ def test_jsonl_written_when_env_set(claims_dir):
         "measured": 2.0,
         "criterion": "|measured − 2| ≤ atol 1e-12",
         "passed": True,
+        "n_seeds": 1,
+        "spread": None,
+        "margin": 0.0,
         "extra": {},
     }
     assert recs[1]["prediction"] == "small"
@@ -336,3 +339,30 @@ def test_defining_name_of_reexports():
     assert api_docs.defining_name("nqf_lite") is None
     assert api_docs.defining_name("nqf_lite.expand") == "nqf_lite.structure.expand"
     assert api_docs.defining_name("nqf_lite.NQF") == "nqf_lite.dynamics.NQF"
+
+
+def test_margin_and_ensemble_fields(claims_dir):
+    c = Claims("04_w")
+    c.check("e", "near", 1.5, expected=1.0, atol=1.0, n_seeds=5, spread=0.2)
+    c.check("hi", "below", 0.9, at_most=1.0)
+    c.check("lo", "above", 4.0, at_least=2.0)
+    recs = {r["key"]: r for r in _records(claims_dir, "04_w")}
+    assert recs["e"]["margin"] == pytest.approx(0.5, abs=1e-15)
+    assert (recs["e"]["n_seeds"], recs["e"]["spread"]) == (5, 0.2)
+    assert recs["hi"]["margin"] == pytest.approx(0.9, abs=1e-15)
+    assert recs["lo"]["margin"] == pytest.approx(0.5, abs=1e-15)
+
+
+@pytest.mark.parametrize("kwargs", [{"n_seeds": 0}, {"n_seeds": 2.0}, {"spread": -1.0}, {"spread": float("nan")}])
+def test_bad_ensemble_fields_are_refused(kwargs):
+    with pytest.raises((TypeError, ValueError), match="n_seeds|spread"):
+        Claims("05_v").check("k", "s", 1.0, at_most=2.0, **kwargs)
+
+
+def test_summary_checks_records():
+    c = Claims("06_u")
+    with pytest.raises(ClaimFailed, match="no claim"):
+        c.summary()
+    c.check("a", "s", 1.0, at_most=2.0, n_seeds=3)
+    line = c.summary()
+    assert line.startswith("1 claim checked, all pass (1 on ensembles")

@@ -37,8 +37,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._checks import integer
-from .structure import Expansion
+from .._checks import integer
+from ..structure import Expansion
 
 __all__ = [
     "ACTIVATIONS",
