@@ -29,8 +29,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from scipy.optimize import nnls
+
 from nqf_lite import expand_dataset, glv_coefficients
-from nqf_lite.solvable import plateau_values, switch_on_time_exact
+from nqf_lite.solvable import switch_on_time_exact
 
 __all__ = ["LearningForecast", "predict_learning"]
 
@@ -64,8 +66,10 @@ class LearningForecast:
     order : ndarray of int
         Indices of the growing modes in the order they switch on.
     plateaus : ndarray, shape (len(order) + 1,)
-        Training loss before the first switch-on and after each one:
-        ``L_0 = mean(y^2)`` minus the drops ``V_k = r_k^2/(8 C_kk)`` (Theorem 6).
+        Training loss before the first switch-on and after each one: the minimum of the
+        loss over ``z >= 0`` on the modes switched on so far (a GLV fixed point, Eq. 32);
+        for orthogonal features ``mean(y^2)`` minus the drops ``V_k = r_k^2/(8 C_kk)``
+        (Theorem 6, App. A.17).
     commuting_error : float
         ``sqrt(sum_mu ||offdiag(P^T A_mu P)||_F^2 / sum_mu ||A_mu||_F^2)``: 0 when the
         data matrices commute (Assumption 1), up to 1 when no basis helps.
@@ -214,6 +218,22 @@ def _joint_basis(A: np.ndarray, Y: np.ndarray, sweeps: int = 30) -> np.ndarray:
     return P
 
 
+def _plateaus(lam: np.ndarray, target: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Loss at the GLV saddle reached after each switch-on (Eq. 32 fixed points).
+
+    After the modes ``S = order[:j]`` have switched on, ``z`` sits at the minimum of the
+    loss of ``M = P diag(z) P^T``, ``(1/n) ||lam[:, S] z_S - target||^2`` over ``z_S >= 0``
+    (a non-negative least-squares problem; a stable fixed point of the GLV equation).
+    For a diagonal ``C`` this is ``mean(target^2) - sum_{k in S} r_k^2/(8 C_kk)``.
+    """
+    n = target.size
+    out = [float(np.mean(target**2))]
+    for j in range(1, order.size + 1):
+        _, res = nnls(lam[:, order[:j]], target)
+        out.append(res**2 / n)
+    return np.array(out)
+
+
 # ----------------------------------------------------------------------------- forecast
 def predict_learning(
     f: Callable[[Any, Any], Any],
@@ -237,7 +257,12 @@ def predict_learning(
     - the switch-on time of mode ``k``, where ``z_k`` reaches half of ``r_k/C_kk``,
       ``t*_k = (1/r_k) ln[(r_k/C_kk - eps)/eps]`` (Theorem 6, Eq. 39; its leading order
       is Eq. 43, ``ln(1/eps)/r_k``), and the same in GD steps;
-    - the loss plateaus ``mean(y^2) - sum V_k`` with ``V_k = r_k^2/(8 C_kk)``.
+    - the loss plateaus ``mean(y^2) - sum V_k`` with ``V_k = r_k^2/(8 C_kk)`` (orthogonal
+      features; for competing modes the loss at the GLV fixed point).
+
+    The switch-on times are exact for orthogonal features (``coupling = 0``) and
+    commuting data; with competing modes they are the times of isolated modes, and with
+    non-commuting data (``commuting_error > 0``) only the first one is reliable.
 
     Parameters
     ----------
@@ -310,8 +335,7 @@ def predict_learning(
     r_gd = np.where(grow, (2.0 / lr) * np.log1p(np.maximum(lr * r / 2.0, -0.999)), r)
     t_gd = switch_on_time_exact(r_gd, np.where(grow, c * r_gd / np.where(grow, r, 1.0), c), np.full(pp, eps))
     order = np.flatnonzero(grow)[np.argsort(t_flow[grow], kind="stable")]
-    V = plateau_values(np.where(grow, r, 0.0), c)
-    plateaus = float(np.mean(target**2)) - np.concatenate([[0.0], np.cumsum(V[order])])
+    plateaus = _plateaus(lam, target, order)
     sub = C[np.ix_(order, order)]
     norm = np.sqrt(np.outer(np.diag(sub), np.diag(sub)))
     coupling = float(np.max(np.abs(sub - np.diag(np.diag(sub))) / norm, initial=0.0))

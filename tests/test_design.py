@@ -102,6 +102,25 @@ def test_switch_on_steps_agree_with_gradient_descent():
     assert np.all(np.abs(crossed - fc.switch_on_steps) <= 0.02 * fc.switch_on_steps + 1)
 
 
+def test_plateaus_of_competing_modes_are_glv_fixed_points():
+    # diagonal (commuting) data with correlated columns: C is not diagonal
+    rng = np.random.default_rng(8)
+    X = np.abs(rng.standard_normal((8, 3))) + 0.2
+    y = X @ np.array([0.5, 0.3, 0.2]) + 0.05 * rng.standard_normal(8)
+    fc = predict_learning(DIAG, list(X), y, 3, eps=1e-6, lr=0.01)
+    assert fc.coupling > 0.1 and fc.commuting_error <= 1e-12
+    k1 = fc.order[0]
+    r1, c1 = fc.rates[k1], fc.competition[k1, k1]
+    assert abs(fc.plateaus[1] - (np.mean(y**2) - r1**2 / (8 * c1))) <= 1e-10  # one mode: Theorem 6 drop
+    # final plateau: loss at the end of a long GLV run (written out independently)
+    lam = X @ np.abs(fc.modes)
+    r, C = 8 / 8 * lam.T @ y, 8 / 8 * lam.T @ lam
+    sol = solve_ivp(lambda _t, u: r - C @ np.exp(u), (0, 4e3), np.full(3, np.log(1e-6)), rtol=1e-11,
+                    atol=1e-12, method="LSODA")
+    z = np.exp(sol.y[:, -1])
+    assert abs(fc.plateaus[-1] - np.mean((lam @ z - y) ** 2)) <= 1e-8
+
+
 def test_commuting_error_zero_for_rotated_commuting_data_with_degenerate_rates():
     p, m = 4, 5
     Q = ortho_group.rvs(p, random_state=1)
