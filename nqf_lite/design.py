@@ -282,7 +282,8 @@ def predict_learning(
         Initial abundance of each mode, ``z_k(0) = p_k^T M(0) p_k``.  For i.i.d.
         ``N(0, sigma^2)`` weights and width ``d``, ``eps = d sigma^2``.
     lr : float
-        Learning rate of full-batch GD.
+        Learning rate of full-batch GD (the step count assumes ``lr r_k < 2``, i.e. GD
+        that does not oscillate; it is exact in the exponential phase).
     warn : bool, default True
         Warn when the data matrices do not commute or the layer is not ZGZ.
 
@@ -296,7 +297,10 @@ def predict_learning(
         If ``f`` is not callable or a number has the wrong type.
     ValueError
         If ``xs`` is empty, ``y`` has the wrong shape, ``eps`` or ``lr`` is not
-        positive, or ``eps`` exceeds every saturation value ``r_k/C_kk``.
+        positive, ``eps`` exceeds every saturation value ``r_k/C_kk``, or no mode grows.
+    nqf_lite.NotSymmetricError, nqf_lite.NotSmoothError
+        From :func:`nqf_lite.expand` when ``f`` is not permutation symmetric or not
+        differentiable at ``W = 0`` (ReLU).
     """
     if not callable(f):
         raise TypeError(f"f must be callable as f(W, x), got {type(f).__name__}")
@@ -332,8 +336,10 @@ def predict_learning(
         raise ValueError(f"eps = {eps:.3g} is not small: every mode starts above half of its saturation "
                          f"r_k/C_kk (max {np.max(r[grow] / c[grow]):.3g})")
     t_flow = switch_on_time_exact(r, c, np.full(pp, eps))
-    r_gd = np.where(grow, (2.0 / lr) * np.log1p(np.maximum(lr * r / 2.0, -0.999)), r)
-    t_gd = switch_on_time_exact(r_gd, np.where(grow, c * r_gd / np.where(grow, r, 1.0), c), np.full(pp, eps))
+    # GD: a small z_k grows by (1 + lr r_k/2)^2 per step; keep the saturation r_k/C_kk
+    r_gd = np.where(grow, (2.0 / lr) * np.log1p(lr * np.abs(r) / 2.0), r)
+    c_gd = np.where(grow, c * r_gd / np.where(grow, r, 1.0), c)
+    t_gd = switch_on_time_exact(r_gd, c_gd, np.full(pp, eps))
     order = np.flatnonzero(grow)[np.argsort(t_flow[grow], kind="stable")]
     plateaus = _plateaus(lam, target, order)
     sub = C[np.ix_(order, order)]

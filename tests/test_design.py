@@ -192,9 +192,11 @@ def test_plot_and_abundances():
         (dict(lr=-1.0), ValueError, "lr must be finite and > 0"),
         (dict(eps=10.0), ValueError, "eps = 10 is not small"),
         (dict(y=-np.ones(6)), ValueError, "no mode has a positive growth rate"),
+        (dict(p=0), ValueError, "p must be >= 1"),
     ],
 )
 def test_bad_inputs(kwargs, err, match):
+    """Each bad argument raises an error that names it."""
     X, y = _orthogonal_features()
     args = dict(f=DIAG, xs=list(np.abs(X)), y=np.abs(y), p=3, eps=1e-6, lr=0.1)
     args.update(kwargs)
@@ -202,3 +204,11 @@ def test_bad_inputs(kwargs, err, match):
         warnings.simplefilter("ignore")
         with pytest.raises(err, match=match):
             predict_learning(args.pop("f"), args.pop("xs"), args.pop("y"), args.pop("p"), **args)
+
+
+def test_relu_layer_is_rejected():
+    from nqf_lite import NotSmoothError
+
+    relu = lambda W, x: (torch.relu(torch.as_tensor(x) @ W[:-1]) * W[-1]).sum()  # noqa: E731
+    with pytest.raises(NotSmoothError):
+        predict_learning(relu, [np.ones(2)], [1.0], 3, eps=1e-6, lr=0.1)
