@@ -73,7 +73,7 @@ class WordContext(TableModel):
 
 
 class BilinearSequence(TableModel):
-    """Bilinear sequence regression ``x_sᵀ B x_t`` with ``B = U Vᵀ`` (Table 3, row 15).
+    """Bilinear sequence regression ``x_sᵀ U Vᵀ x_t``, i.e. ``x_sᵀ B x_t`` with ``B = U Vᵀ`` (Table 3, row 15).
 
     Two tokens ``x_s, x_t ∈ R^D`` of a sequence interact through a low-rank
     bilinear form.  Neuron ``k`` is ``[u_k; v_k]`` (column ``k`` of
