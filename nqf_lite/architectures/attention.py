@@ -11,12 +11,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from .base import Structure, register
@@ -35,12 +33,10 @@ from .blocks import (
     _per_output,
     _pos,
     _pos_int,
-    _real,
     _sizes_match,
     _t,
     _tensor,
     _vector,
-    activation,
     whitened_gaussian,
 )
 

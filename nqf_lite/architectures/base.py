@@ -16,10 +16,9 @@ Every architecture of the paper (Props. 1-6) and every row of its Table 3 is a
 - ``exact``: True when ``native`` *equals* the quadratic form identically,
   False when the form is the leading order of a nonlinear model (Thm 1);
 - ``reference``: where the paper states it;
-- ``remainder``: the power of ε of the first term the form leaves out, so that
-  ``native(εW) - form(εW) = O(ε^remainder)``: 3 in general (Thm 1), 4 when every
-  neuron's contribution is odd in its weights (an odd activation or gate), 0 is
-  never used (an exact model has no remainder).
+- ``remainder``: for an expansion model, the power of ε of the first term the form
+  leaves out, ``native(εW) - form(εW) = O(ε^remainder)``: 3 in general (Thm 1), 4 when
+  every neuron's contribution is odd in its weights (an odd activation or gate).
 
 :data:`MODELS` maps a name to its model; :func:`register` adds one.
 """

@@ -7,9 +7,7 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -23,20 +21,14 @@ from .blocks import (
     ModuleModel,
     Network,
     SymmetricModule,
-    _context,
     _gauss,
     _generator,
     _int,
-    _offdiag,
     _outputs,
-    _per_output,
-    _pos,
     _pos_int,
-    _real,
     _sizes_match,
     _t,
     _tensor,
-    _vector,
     activation,
     whitened_gaussian,
 )

@@ -9,13 +9,10 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from .base import Structure, register
@@ -25,14 +22,12 @@ from .blocks import (
     ModuleModel,
     Network,
     SymmetricModule,
-    _context,
     _gauss,
     _generator,
     _int,
     _offdiag,
     _outputs,
     _per_output,
-    _pos,
     _pos_int,
     _real,
     _sizes_match,

@@ -7,38 +7,25 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import Tensor
 
 from .base import Structure, register
 from .blocks import (
-    Inputs,
     Layout,
     ModuleModel,
-    Network,
     SymmetricModule,
-    _context,
-    _gauss,
-    _generator,
-    _int,
     _offdiag,
     _outputs,
     _per_output,
-    _pos,
     _pos_int,
     _real,
-    _sizes_match,
     _t,
-    _tensor,
     _vector,
     activation,
-    whitened_gaussian,
 )
 
 __all__ = [
