@@ -8,7 +8,9 @@
   ``A = ½ [[0, C], [Cᵀ, 0]]`` and the representation ``h = Z1ᵀ C`` (Eqs. 17-19);
 - :class:`Network`: the batched torch network of a family, whose :meth:`Network.twin`
   is the same network with the closed-form quadratic forward (Theorem 1);
-- :func:`whitened_gaussian`: exactly whitened inputs for the networks' samplers.
+- :func:`whitened_gaussian`: exactly whitened inputs for the networks' samplers;
+- :class:`ModuleModel`: a registered :class:`~nqf_lite.architectures.base.Model` whose
+  forward is a :class:`SymmetricModule` (the base of the families' models).
 
 Vectorisation is column-major throughout (``vec(A X B) = (Bᵀ ⊗ A) vec(X)``):
 matrix entry ``[a, b]`` of an ``r x c`` block sits at offset ``a + r*b``.
