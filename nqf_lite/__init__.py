@@ -1,27 +1,25 @@
 """nqf_lite: neural quadratic forms (Ziyin, Xu, Poggio, Chuang, arXiv 2608.13335).
 
-Modules, one per idea:
+Modules, one per idea of the paper, each importing only the ones above it:
 
-- :mod:`nqf_lite.structure` -- ``expand``: the structure matrix A(x) (and g, B) of any
-  permutation-symmetric torch module by autograd (Theorem 1, Eq. 20);
-- :mod:`nqf_lite.dynamics` -- the :class:`NQF` of a data set, explicit and closed (M, mu)
-  training (Theorem 2, Eqs. 23-24);
+- :mod:`nqf_lite.form` -- the order parameters ``(M, μ)``, the :class:`NQF` of a data set and
+  its explicit and closed training (Theorem 2, Eqs. 20-24), the NTK from ``(M, μ)`` (Prop. 8);
+- :mod:`nqf_lite.expansion` -- ``expand``: the structure matrix ``A(x)`` (and ``g``, ``B``) of
+  any permutation-symmetric torch module by autograd (Theorem 1, Eq. 20);
 - :mod:`nqf_lite.compression` -- the width-(k_V + 1) twin (Theorem 3);
-- :mod:`nqf_lite.architectures` -- closed-form A(x) of Propositions 1-6 and the modules behind them;
-- :mod:`nqf_lite.networks` -- torch networks and their NQF twins, trained side by side;
-- :mod:`nqf_lite.momentum` -- heavy-ball momentum and its closed state, Adam as the counter-example;
-- :mod:`nqf_lite.solvable` -- Lotka-Volterra reduction and the exact solutions (Theorems 4-7, 16);
-- :mod:`nqf_lite.scaling` -- power-law merging of switch-ons (Section 6, Eq. 292);
-- :mod:`nqf_lite.widgets` -- explorers that work in static HTML;
-- :mod:`nqf_lite.claims` -- the ledger of checked claims;
-- :mod:`nqf_lite.plotting` -- the book's figure style.
+- :mod:`nqf_lite.architectures` -- one object per model (Props. 1-6, Table 3), one module per family;
+- :mod:`nqf_lite.train` -- torch GD / momentum / Adam, and a network next to its twin;
+- :mod:`nqf_lite.momentum`, :mod:`nqf_lite.solvable`, :mod:`nqf_lite.scaling` -- momentum,
+  the exact solutions (Theorems 4-7, 16), power laws (Section 6);
+- :mod:`nqf_lite.claims`, :mod:`nqf_lite.seeding`, :mod:`nqf_lite.plotting`,
+  :mod:`nqf_lite.widgets` -- the book's ledger, seeds, figure style and explorers.
 """
 
 from .compression import compress, compression_residual, data_subspace, k_V
-from .dynamics import NQF, random_nqf, realize_moments
+from .expansion import Expansion, NotSmoothError, NotSymmetricError, expand, expand_dataset
+from .form import NQF, moments, ntk_from_moments, random_nqf, realize_moments
 from .scaling import effective_slope, scaling_exponent
 from .solvable import feature_trajectory, glv_coefficients, switch_on_time
-from .structure import Expansion, NotSmoothError, NotSymmetricError, expand, expand_dataset, moments
 
 __all__ = [
     "Expansion",
@@ -38,6 +36,7 @@ __all__ = [
     "glv_coefficients",
     "k_V",
     "moments",
+    "ntk_from_moments",
     "random_nqf",
     "realize_moments",
     "scaling_exponent",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import positive
-from .dynamics import NQF
+from .form import NQF, frame_orthogonal_to_ones
 
 __all__ = ["compress", "compression_residual", "data_subspace", "k_V"]
 
@@ -99,7 +99,7 @@ def compress(
     r = d_small - 1
     L = Q[:, :r] * np.sqrt(np.clip(lam[:r], 0.0, None))
     # r orthonormal rows in R^{d'} orthogonal to 1 (the "+1" neuron carries the mean)
-    frame = np.linalg.qr(np.column_stack([np.ones(d_small), np.eye(d_small)[:, 1:]]))[0][:, 1:]
+    frame = frame_orthogonal_to_ones(d_small)
     Vt_mu = basis.T @ W.sum(axis=1)
     W_small = basis @ (Vt_mu[:, None] / d_small + L @ frame[:, :r].T)
     small = NQF(A=model.A / ratio, g=model.g, B=model.B, f0=model.f0)

@@ -6,10 +6,13 @@ that "module" and "NQF" (and "theory") look the same on every page.
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+import numpy as np
 
-__all__ = ["COLORS", "use_style", "loglog_fit_line", "subplots"]
+__all__ = ["COLORS", "use_style", "loglog_fit_line", "plot_structure", "subplots"]
 
 #: Roles shared by every figure: the real module, its NQF twin, the theory.
 COLORS = {
@@ -60,3 +63,39 @@ def loglog_fit_line(ax, x, slope: float, intercept: float, label: str | None = N
     kw.setdefault("linestyle", "--")
     kw.setdefault("linewidth", 1.0)
     ax.plot(x, np.exp(intercept) * x**slope, label=label, **kw)
+
+
+def plot_structure(ax: Any, A: Any, layout: Any, title: str | None = None) -> Any:
+    """Draw ``|A|`` with the neuron's parameter blocks marked and named.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    A : array_like, shape (p, p)
+        One structure matrix (pick one output of a vector module).
+    layout : nqf_lite.architectures.blocks.Layout
+        The neuron layout, for block boundaries and tick labels.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+    """
+    A = np.abs(np.asarray(A, dtype=float))
+    if A.shape != (layout.p, layout.p):
+        raise ValueError(
+            f"A must have shape ({layout.p}, {layout.p}) for layout {layout.names}, got {A.shape}"
+        )
+    im = ax.imshow(A, cmap="Blues", interpolation="nearest")
+    centres = []
+    for start, stop, _ in layout.edges():
+        if start > 0:
+            ax.axhline(start - 0.5, color="0.4", lw=0.7)
+            ax.axvline(start - 0.5, color="0.4", lw=0.7)
+        centres.append((start + stop - 1) / 2)
+    ax.set_xticks(centres, layout.names, fontsize=7, rotation=90)
+    ax.set_yticks(centres, layout.names, fontsize=7)
+    ax.grid(False)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return im

@@ -10,12 +10,20 @@ import torch
 
 import nqf_lite.architectures as ar
 from nqf_lite import Expansion, NotSmoothError, expand
+from nqf_lite.expansion import truncation_error
+from nqf_lite.plotting import plot_structure
+from nqf_lite.scaling import fit_loglog_slope
 
 TOL = 1e-12
 
 
 def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
+
+
+def _slope(x, y) -> float:
+    """Log-log slope over the whole (increasing) grid ``x``, by the package's one fitter."""
+    return fit_loglog_slope(x, y, (x[0], x[-1])).slope
 
 
 def _f(module, W, x) -> np.ndarray:
@@ -67,11 +75,11 @@ def test_mlp_forward_and_permutation_symmetry():
     x = rng.normal(size=k)
     W = rng.normal(size=(k + 1, d))
     expected = sum(W[k, i] * np.tanh(W[:k, i] @ x) for i in range(d))
-    f = ar.mlp(k, "tanh")
+    f = ar.mlp_module(k, "tanh")
     assert abs(_f(f, W, x) - expected) < 1e-14
     perm = rng.permutation(d)
     assert abs(_f(f, W[:, perm], x) - expected) < 1e-14
-    fv = ar.mlp(k, "gelu", V=2)
+    fv = ar.mlp_module(k, "gelu", V=2)
     Wv = rng.normal(size=(k + 2, d))
     gelu = lambda z: 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))  # noqa: E731
     expected_v = Wv[k:] @ gelu(Wv[:k].T @ x)
@@ -90,7 +98,7 @@ def test_cnn_forward_matches_explicit_correlation():
     rng = _rng(2)
     X = rng.normal(size=(2, 5, 4))
     kh, kw, d = 2, 3, 3
-    f = ar.cnn((kh, kw), channels=2, act="tanh")
+    f = ar.cnn_module((kh, kw), channels=2, act="tanh")
     W = rng.normal(size=(f.p, d))
     total = 0.0
     for i in range(d):
@@ -149,11 +157,11 @@ def test_moe_forward():
     rng = _rng(5)
     k, d = 3, 4
     x = rng.normal(size=k)
-    f = ar.moe(k, ar.linear_expert(k), gate="tanh")
+    f = ar.moe_module(k, ar.linear_expert(k), gate="tanh")
     W = rng.normal(size=(2 * k, d))
     expected = sum(np.tanh(W[:k, i] @ x) * (W[k:, i] @ x) for i in range(d))
     assert abs(_f(f, W, x) - expected) < 1e-14
-    fv = ar.moe(k, ar.linear_expert(k, V=2), gate="tanh")
+    fv = ar.moe_module(k, ar.linear_expert(k, V=2), gate="tanh")
     Wv = rng.normal(size=(k + 2 * k, d))
     exp_v = sum(np.tanh(Wv[:k, i] @ x) * (Wv[k:, i].reshape(k, 2).T @ x) for i in range(d))
     np.testing.assert_allclose(_f(fv, Wv, x), exp_v, atol=1e-14)
@@ -192,7 +200,7 @@ def test_A_logits_by_hand():
 def test_mlp_closed_form_matches_expand(act, k, V):
     _, phi0, dphi0 = ar.activation(act)
     x = _rng(10 + k).normal(size=k)
-    f = ar.mlp(k, act, V)
+    f = ar.mlp_module(k, act, V)
     e = expand(f, x, f.p)
     assert np.abs(e.A - ar.A_mlp(x, dphi0, V)).max() <= TOL
     assert np.abs(e.g - ar.g_mlp(x, phi0, V)).max() <= TOL
@@ -216,7 +224,7 @@ def test_mean_field_closed_form_matches_expand(k):
 )
 def test_cnn_closed_form_matches_expand(shape, kernel, C, V):
     X = _rng(30).normal(size=shape if C == 1 else (C, *shape))
-    f = ar.cnn(kernel, channels=C, act="gelu", V=V)
+    f = ar.cnn_module(kernel, channels=C, act="gelu", V=V)
     e = expand(f, X, f.p)
     assert np.abs(e.A - ar.A_cnn(X, kernel, 0.5, V)).max() <= TOL
 
@@ -255,14 +263,14 @@ def test_logits_closed_form_matches_expand(D, N, d_k):
 @pytest.mark.parametrize("k,V,gate", [(3, None, "tanh"), (4, None, "gelu"), (3, 2, "tanh")])
 def test_moe_closed_form_matches_expand(k, V, gate):
     x = _rng(70 + k).normal(size=k)
-    f = ar.moe(k, ar.linear_expert(k, V), gate=gate)
+    f = ar.moe_module(k, ar.linear_expert(k, V), gate=gate)
     e = expand(f, x, f.p)
     assert np.abs(e.A - ar.A_moe(x, ar.activation(gate)[2], ar.G_linear(x, V))).max() <= TOL
 
 
 def test_moe_with_zgz_expert_has_zero_A():
     x = _rng(80).normal(size=3)
-    f = ar.moe(3, ar.mlp_expert(3, hidden=4))
+    f = ar.moe_module(3, ar.mlp_expert(3, hidden=4))
     e = expand(f, x, f.p)
     assert np.abs(e.A).max() == 0.0
 
@@ -319,15 +327,6 @@ def test_feedforward_bad_inputs():
 # ----------------------------------------------------------------------------
 
 
-def test_loglog_slope_exact_power():
-    x = np.logspace(-3, 0, 7)
-    assert abs(ar.loglog_slope(x, 5 * x**3.5) - 3.5) < 1e-10
-    with pytest.raises(ValueError, match="positive"):
-        ar.loglog_slope(x, -x)
-    with pytest.raises(ValueError, match="equal length"):
-        ar.loglog_slope(x, x[:-1])
-
-
 EPS = np.logspace(-2.5, -0.5, 9)
 
 
@@ -335,18 +334,18 @@ EPS = np.logspace(-2.5, -0.5, 9)
 def test_truncation_slopes_mlp(act, slope):
     rng = _rng(100)
     x = rng.normal(size=4)
-    f = ar.mlp(4, act)
+    f = ar.mlp_module(4, act)
     e = expand(f, x, f.p, d=8)
-    err = ar.truncation_error(f, e, x, rng.normal(size=(f.p, 8)), EPS)
-    assert abs(ar.loglog_slope(EPS, err) - slope) < 0.15
+    err = truncation_error(f, e, x, rng.normal(size=(f.p, 8)), EPS)
+    assert abs(_slope(EPS, err) - slope) < 0.15
 
 
 def test_truncation_quadratic_form_is_exact_for_identity():
     rng = _rng(101)
     x = rng.normal(size=3)
-    f = ar.mlp(3, "identity", V=2)
+    f = ar.mlp_module(3, "identity", V=2)
     e = expand(f, x, f.p, d=4)
-    err = ar.truncation_error(f, e, x, rng.normal(size=(f.p, 4)), EPS)
+    err = truncation_error(f, e, x, rng.normal(size=(f.p, 4)), EPS)
     assert err.max() < 1e-14
 
 
@@ -357,33 +356,33 @@ def test_mha_quartic_term_lifts_residual_to_order_six():
     f = ar.mha(D, d_k, d_v)
     e = expand(f, (x, X), f.p, d=3)
     W = rng.normal(size=(f.p, 3))
-    err4 = ar.truncation_error(f, e, (x, X), W, EPS)
-    err6 = ar.truncation_error(f, e, (x, X), W, EPS, correction=lambda We: ar.mha_quartic(We, x, X, d_k, d_v))
-    assert abs(ar.loglog_slope(EPS, err4) - 4) < 0.15
-    assert abs(ar.loglog_slope(EPS, err6) - 6) < 0.15
+    err4 = truncation_error(f, e, (x, X), W, EPS)
+    err6 = truncation_error(f, e, (x, X), W, EPS, correction=lambda We: ar.mha_quartic(We, x, X, d_k, d_v))
+    assert abs(_slope(EPS, err4) - 4) < 0.15
+    assert abs(_slope(EPS, err6) - 6) < 0.15
 
 
 def test_relu_is_not_smooth_but_homogeneous():
     rng = _rng(103)
     x = rng.normal(size=3)
-    f = ar.mlp(3, "relu")
+    f = ar.mlp_module(3, "relu")
     with pytest.raises(NotSmoothError):
         expand(f, x, f.p)
     W = rng.normal(size=(4, 5))
     stand_in = Expansion(f0=np.array(0.0), g=np.zeros(4), A=ar.A_mlp(x, 0.5), B=np.zeros((4, 4)), d=5)
-    err = ar.truncation_error(f, stand_in, x, W, EPS)
-    assert abs(ar.loglog_slope(EPS, err) - 2.0) < 1e-6
+    err = truncation_error(f, stand_in, x, W, EPS)
+    assert abs(_slope(EPS, err) - 2.0) < 1e-6
 
 
 def test_truncation_error_bad_inputs():
-    f = ar.mlp(2)
+    f = ar.mlp_module(2)
     e = expand(f, np.ones(2), f.p)
     with pytest.raises(ValueError, match="eps_grid"):
-        ar.truncation_error(f, e, np.ones(2), np.ones((3, 2)), [0.1, -1.0])
+        truncation_error(f, e, np.ones(2), np.ones((3, 2)), [0.1, -1.0])
     with pytest.raises(ValueError, match="does not match"):
-        ar.truncation_error(f, e, np.ones(2), np.ones((4, 2)), EPS)
+        truncation_error(f, e, np.ones(2), np.ones((4, 2)), EPS)
     with pytest.raises(TypeError, match="Expansion"):
-        ar.truncation_error(f, {"A": e.A}, np.ones(2), np.ones((3, 2)), EPS)
+        truncation_error(f, {"A": e.A}, np.ones(2), np.ones((3, 2)), EPS)
 
 
 # ----------------------------------------------------------------------------
@@ -393,15 +392,15 @@ def test_truncation_error_bad_inputs():
 
 def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="activation"):
-        ar.mlp(3, "swish")
+        ar.mlp_module(3, "swish")
     with pytest.raises(ValueError, match="k must"):
-        ar.mlp(0)
+        ar.mlp_module(0)
     with pytest.raises(ValueError, match="V must"):
-        ar.mlp(3, V=0)
+        ar.mlp_module(3, V=0)
     with pytest.raises(ValueError, match=r"x must have shape \(3,\)"):
-        ar.mlp(3)(torch.zeros(4, 2, dtype=torch.float64), np.ones(2))
+        ar.mlp_module(3)(torch.zeros(4, 2, dtype=torch.float64), np.ones(2))
     with pytest.raises(ValueError, match=r"p=4"):
-        ar.mlp(3)(torch.zeros(5, 2, dtype=torch.float64), np.ones(3))
+        ar.mlp_module(3)(torch.zeros(5, 2, dtype=torch.float64), np.ones(3))
     with pytest.raises(ValueError, match="x must be a vector"):
         ar.A_mlp(np.ones((2, 2)), 1.0)
     with pytest.raises(ValueError, match="dphi0 must be finite"):
@@ -421,9 +420,9 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(TypeError, match="pair"):
         ar.mha(2, 1, 1)(torch.zeros(7, 1, dtype=torch.float64), np.ones(2))
     with pytest.raises(ValueError, match="ψ\\(0\\) = 0"):
-        ar.moe(2, ar.linear_expert(2), gate="sigmoid")
+        ar.moe_module(2, ar.linear_expert(2), gate="sigmoid")
     with pytest.raises(TypeError, match="Expert"):
-        ar.moe(2, "linear")
+        ar.moe_module(2, "linear")
     with pytest.raises(ValueError, match="G must"):
         ar.A_moe(np.ones(2), 1.0, np.ones((1, 2, 2)))
 
@@ -437,10 +436,10 @@ def test_plot_structure_marks_blocks():
     fig, ax = plt.subplots()
     layout = ar.mha_layout(2, 1, 2)
     A = ar.A_mha(np.ones(2), np.ones((2, 3)), 1, 2)
-    im = ar.plot_structure(ax, A, layout, title="attention")
+    im = plot_structure(ax, A, layout, title="attention")
     assert im.get_array().shape == (layout.p, layout.p)
     assert [t.get_text() for t in ax.get_xticklabels()] == layout.names
     assert len(ax.lines) == 2 * (len(layout.names) - 1)
     with pytest.raises(ValueError, match="A must have shape"):
-        ar.plot_structure(ax, np.zeros((3, 3)), layout)
+        plot_structure(ax, np.zeros((3, 3)), layout)
     plt.close(fig)

@@ -431,8 +431,7 @@ def test_compress_rejects_small_width(rng):
 
 
 # ------------------------------------------------------ training loops (NQF.train, train_closed)
-from nqf_lite.compression import compression_residual  # noqa: E402
-from nqf_lite.dynamics import random_nqf  # noqa: E402
+from nqf_lite import compression_residual, random_nqf  # noqa: E402
 
 
 @pytest.mark.parametrize("V", [None, 2])

@@ -1,4 +1,4 @@
-"""Tests of nqf_lite.networks: torch networks, their NQF twins and the side-by-side trainer."""
+"""Tests of the batched torch networks of nqf_lite.architectures, their NQF twins and nqf_lite.train."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from nqf_lite import expand
-from nqf_lite import networks as nw
+from nqf_lite import architectures as ar
+from nqf_lite import train as tr
 
 DT = torch.float64
 
@@ -22,15 +23,15 @@ def _small(name: str, sigma: float = 0.3, units: int = 2, V: int = 2):
     """A small network of each kind and a batch of 5 inputs."""
     g = _gen(7)
     if name == "mlp":
-        return nw.TanhMLP(3, units, V=V, sigma=sigma, seed=1), torch.randn(5, 3, generator=g, dtype=DT)
+        return ar.TanhMLP(3, units, V=V, sigma=sigma, seed=1), torch.randn(5, 3, generator=g, dtype=DT)
     if name == "cnn":
-        return nw.TanhCNN((3, 4), (2, 2), channels=units, V=V, sigma=sigma, seed=1), torch.randn(
+        return ar.TanhCNN((3, 4), (2, 2), channels=units, V=V, sigma=sigma, seed=1), torch.randn(
             5, 3, 4, generator=g, dtype=DT
         )
     x, X = torch.randn(5, 3, generator=g, dtype=DT), torch.randn(5, 4, 3, generator=g, dtype=DT)
     if name == "qk":
-        return nw.QKAttention(3, 2, heads=units, V=V, sigma=sigma, seed=1), (x, X)
-    return nw.MultiHeadAttention(3, 2, 2, heads=units, V=V, sigma=sigma, seed=1), (x, X)
+        return ar.QKAttention(3, 2, heads=units, V=V, sigma=sigma, seed=1), (x, X)
+    return ar.MultiHeadAttention(3, 2, 2, heads=units, V=V, sigma=sigma, seed=1), (x, X)
 
 
 def _one(inputs, n: int):
@@ -133,7 +134,7 @@ def test_mha_twin_closed_form_and_frozen_query_key():
         net = _small("mha", units=3)[0]
         twin = net.twin()
         Q0, K0, V0 = twin.Q.detach().clone(), twin.K.detach().clone(), twin.W_V.detach().clone()
-        nw.train_pair(net, twin, (x, X), Y, optimizer=opt, lr=0.05, steps=3)
+        tr.train_pair(net, twin, (x, X), Y, optimizer=opt, lr=0.05, steps=3)
         assert torch.equal(twin.Q, Q0) and torch.equal(twin.K, K0)
         assert not torch.equal(twin.W_V, V0) and not torch.equal(net.Q, Q0)
 
@@ -148,14 +149,14 @@ def test_apply_map_equals_twin_at_its_effective_map(kind):
 
 # ----------------------------------------------------------------------------- data and teacher
 def test_whitened_gaussian_is_exact():
-    X = nw.whitened_gaussian(50, 4, seed=3)
+    X = ar.whitened_gaussian(50, 4, seed=3)
     np.testing.assert_allclose(X.mean(axis=0), 0, atol=1e-14)
     np.testing.assert_allclose(X.T @ X / 50, np.eye(4), atol=1e-12)
-    np.testing.assert_array_equal(X, nw.whitened_gaussian(50, 4, seed=3))
+    np.testing.assert_array_equal(X, ar.whitened_gaussian(50, 4, seed=3))
 
 
 def test_teacher_map_singular_values():
-    T = nw.teacher_map(20, 8, seed=4)
+    T = tr.teacher_map(20, 8, seed=4)
     assert T.shape == (8, 20)
     sv = np.linalg.svd(T, compute_uv=False)
     np.testing.assert_allclose(sv[:4], [1, 0.5, 0.25, 0.125], atol=1e-13)
@@ -163,23 +164,23 @@ def test_teacher_map_singular_values():
 
 
 def test_effective_inputs_are_whitened():
-    cnn = nw.TanhCNN((5, 7), (4, 5), channels=3, V=2)
+    cnn = ar.TanhCNN((5, 7), (4, 5), channels=3, V=2)
     imgs = cnn.sample_inputs(100, seed=2)
     psum = np.stack([sum(imgs[n, i : i + 4, j : j + 5].numpy().ravel() for i in range(2) for j in range(3))
                      for n in range(100)])
     np.testing.assert_allclose(psum.T @ psum / 100, np.eye(20), atol=1e-10)
-    mha = nw.MultiHeadAttention(6, 2, 2, heads=2, V=2)
+    mha = ar.MultiHeadAttention(6, 2, 2, heads=2, V=2)
     _, X = mha.sample_inputs(40, 5, seed=2)
     xbar = X.numpy().mean(axis=1)
     np.testing.assert_allclose(xbar.T @ xbar / 40, np.eye(6), atol=1e-12)
 
 
-@pytest.mark.parametrize("arch", nw.ARCHITECTURES)
+@pytest.mark.parametrize("arch", tr.ARCHITECTURES)
 def test_teacher_task_targets_are_reachable(arch):
-    net, X, Y = nw.teacher_task(arch, 0.01, m=30)
+    net, X, Y = tr.teacher_task(arch, 0.01, m=30)
     assert Y.shape == (30, 8)
     twin = net.twin()
-    T = nw.teacher_map(20, 20 if arch == "qk" else 8, seed=2)
+    T = tr.teacher_map(20, 20 if arch == "qk" else 8, seed=2)
     with torch.no_grad():  # put the teacher into the twin by hand: first layer = Q^T, readout = P diag(s)
         P, s, Qt = np.linalg.svd(T)
         k = 4
@@ -201,7 +202,7 @@ def test_train_pair_records_and_first_gd_step():
     twin = net.twin()
     Y = torch.randn(5, 2, generator=_gen(1), dtype=DT)
     U0, V0 = twin.U.detach().numpy().copy(), twin.W_out.detach().numpy().copy()
-    h = nw.train_pair(net, twin, X, Y, optimizer="gd", lr=0.1, steps=1, s=(1.0, 0.5))
+    h = tr.train_pair(net, twin, X, Y, optimizer="gd", lr=0.1, steps=1, s=(1.0, 0.5))
     Xn, Yn = X.numpy(), Y.numpy()
     R = Xn @ U0.T @ V0.T - Yn
     assert h.loss_twin[0] == pytest.approx(np.mean(np.sum(R**2, axis=1)), abs=1e-15)
@@ -218,13 +219,13 @@ def test_train_pair_records_and_first_gd_step():
 def test_train_pair_is_deterministic_with_minibatches():
     outs = []
     for _ in range(2):
-        net, X, Y = nw.teacher_task("mlp", 0.05, m=40, seed=3)
-        outs.append(nw.train_pair(net, net.twin(), X, Y, optimizer="momentum", lr=0.05, steps=5, batch=8, seed=5))
+        net, X, Y = tr.teacher_task("mlp", 0.05, m=40, seed=3)
+        outs.append(tr.train_pair(net, net.twin(), X, Y, optimizer="momentum", lr=0.05, steps=5, batch=8, seed=5))
     np.testing.assert_array_equal(outs[0].loss_net, outs[1].loss_net)
     np.testing.assert_array_equal(outs[0].s_twin, outs[1].s_twin)
-    net_a, net_b = nw.TanhMLP(4, 3, seed=9), nw.TanhMLP(4, 3, seed=9)
+    net_a, net_b = ar.TanhMLP(4, 3, seed=9), ar.TanhMLP(4, 3, seed=9)
     assert torch.equal(net_a.U, net_b.U)
-    assert not torch.equal(net_a.U, nw.TanhMLP(4, 3, seed=10).U)
+    assert not torch.equal(net_a.U, ar.TanhMLP(4, 3, seed=10).U)
 
 
 def test_train_pair_online_and_test_accuracy():
@@ -235,9 +236,9 @@ def test_train_pair_online_and_test_accuracy():
         x = torch.randn(4, 3, generator=gen, dtype=DT)
         return x, torch.sign(x[:, :1])
 
-    h = nw.train_pair_online(net, net.twin(), sample, (X, Y), lr=0.1, steps=4, record_every=2)
+    h = tr.train_pair_online(net, net.twin(), sample, (X, Y), lr=0.1, steps=4, record_every=2)
     assert h.step.tolist() == [0, 2, 4]
-    h2 = nw.train_pair(net, net.twin(), X, Y, optimizer="adam", lr=0.01, steps=2, test=(X, Y))
+    h2 = tr.train_pair(net, net.twin(), X, Y, optimizer="adam", lr=0.01, steps=2, test=(X, Y))
     assert h2.acc_net.shape == (3,) and np.all((0 <= h2.acc_net) & (h2.acc_net <= 1))
 
 
@@ -245,23 +246,23 @@ def test_divergence_is_reported():
     net, X = _small("mlp", sigma=1.0)
     Y = 100 * torch.ones(5, 2, dtype=DT)
     with pytest.raises(FloatingPointError, match="lr"):
-        nw.train_pair(net, net.twin(), X, Y, lr=1e3, steps=50)
+        tr.train_pair(net, net.twin(), X, Y, lr=1e3, steps=50)
 
 
 # ----------------------------------------------------------------------------- bad inputs
 def test_bad_constructor_arguments():
     with pytest.raises(ValueError, match="sigma"):
-        nw.TanhMLP(3, 2, sigma=-1.0)
+        ar.TanhMLP(3, 2, sigma=-1.0)
     with pytest.raises(TypeError, match="hidden"):
-        nw.TanhMLP(3, 2.5)
+        ar.TanhMLP(3, 2.5)
     with pytest.raises(ValueError, match="kernel"):
-        nw.TanhCNN((3, 3), (4, 2))
+        ar.TanhCNN((3, 3), (4, 2))
     with pytest.raises(TypeError, match="image"):
-        nw.TanhCNN(5, (2, 2))
+        ar.TanhCNN(5, (2, 2))
     with pytest.raises(TypeError, match="seed"):
-        nw.QKAttention(3, 2, seed=1.5)
+        ar.QKAttention(3, 2, seed=1.5)
     with pytest.raises(ValueError, match="heads"):
-        nw.MultiHeadAttention(3, 2, 2, heads=0)
+        ar.MultiHeadAttention(3, 2, 2, heads=0)
 
 
 def test_bad_network_inputs():
@@ -283,42 +284,42 @@ def test_bad_trainer_arguments():
     net, X = _small("mlp")
     Y = torch.zeros(5, 2, dtype=DT)
     with pytest.raises(ValueError, match="optimizer"):
-        nw.train_pair(net, net.twin(), X, Y, optimizer="rmsprop")
+        tr.train_pair(net, net.twin(), X, Y, optimizer="rmsprop")
     with pytest.raises(ValueError, match="lr"):
-        nw.train_pair(net, net.twin(), X, Y, lr=0.0)
+        tr.train_pair(net, net.twin(), X, Y, lr=0.0)
     with pytest.raises(ValueError, match="steps"):
-        nw.train_pair(net, net.twin(), X, Y, steps=0)
+        tr.train_pair(net, net.twin(), X, Y, steps=0)
     with pytest.raises(ValueError, match="batch"):
-        nw.train_pair(net, net.twin(), X, Y, batch=6)
+        tr.train_pair(net, net.twin(), X, Y, batch=6)
     with pytest.raises(ValueError, match="Y"):
-        nw.train_pair(net, net.twin(), X, torch.zeros(5, 3, dtype=DT))
+        tr.train_pair(net, net.twin(), X, torch.zeros(5, 3, dtype=DT))
     with pytest.raises(ValueError, match="s must"):
-        nw.train_pair(net, net.twin(), X, Y, s=(1.0, -1.0))
-    other = nw.TanhMLP(3, 2, V=2, sigma=0.3, seed=2).twin()
+        tr.train_pair(net, net.twin(), X, Y, s=(1.0, -1.0))
+    other = ar.TanhMLP(3, 2, V=2, sigma=0.3, seed=2).twin()
     with pytest.raises(ValueError, match="identical weights"):
-        nw.train_pair(net, other, X, Y)
+        tr.train_pair(net, other, X, Y)
     with pytest.raises(TypeError, match="twin"):
-        nw.train_pair(net, net, X, Y)
+        tr.train_pair(net, net, X, Y)
     cnn, _ = _small("cnn")
     with pytest.raises(TypeError, match="twin"):
-        nw.train_pair(net, cnn.twin(), X, Y)
+        tr.train_pair(net, cnn.twin(), X, Y)
     with pytest.raises(TypeError, match="sample"):
-        nw.train_pair_online(net, net.twin(), "not callable", (X, Y))
+        tr.train_pair_online(net, net.twin(), "not callable", (X, Y))
 
 
 def test_bad_data_arguments():
     with pytest.raises(ValueError, match="m must exceed D"):
-        nw.whitened_gaussian(3, 4)
+        ar.whitened_gaussian(3, 4)
     with pytest.raises(ValueError, match="s has 3 values"):
-        nw.teacher_map(2, 5, s=(1.0, 0.5, 0.2))
+        tr.teacher_map(2, 5, s=(1.0, 0.5, 0.2))
     with pytest.raises(ValueError, match="positive"):
-        nw.teacher_map(4, 4, s=(1.0, 0.0))
+        tr.teacher_map(4, 4, s=(1.0, 0.0))
     with pytest.raises(ValueError, match="arch"):
-        nw.teacher_task("rnn", 0.01)
+        tr.teacher_task("rnn", 0.01)
 
 
 def test_pair_history_deviations():
-    h = nw.PairHistory(step=np.array([0, 1]), loss_net=np.array([1.0, 0.1]), loss_twin=np.array([1.0, 0.01]),
+    h = tr.PairHistory(step=np.array([0, 1]), loss_net=np.array([1.0, 0.1]), loss_twin=np.array([1.0, 0.01]),
                        s_net=np.array([[0.1, 0.2], [1.0, 0.9]]), s_twin=np.array([[0.1, 0.2], [1.0, 0.5]]),
                        gap=np.zeros(2))
     assert h.s_deviation == pytest.approx(0.4)

@@ -8,14 +8,17 @@ Every architecture of the paper (Props. 1-6) and every row of its Table 3 is a
 - ``structure(x)``: the closed-form :class:`Structure` ``(A, g, B, f0)`` of the
   quadratic form ``f0 + gᵀμ + μᵀBμ + Tr[M A]`` (Thm 1, Eq. 2; Eq. 20 when
   ``g, B`` are nonzero);
-- ``twin(xs)``: the :class:`~nqf_lite.dynamics.NQF` of a data set, built from
+- ``twin(xs)``: the :class:`~nqf_lite.form.NQF` of a data set, built from
   ``structure`` (never re-derived);
 - ``sample(rng)``: a small random instance ``(W, x)``;
 - ``neurons``: ``"columns"`` when ``M = W Wᵀ`` (W of shape ``(p, d)``),
   ``"rows"`` when ``M = Wᵀ W`` (W of shape ``(d, p)``), as Table 3's caption says;
 - ``exact``: True when ``native`` *equals* the quadratic form identically,
   False when the form is the leading order of a nonlinear model (Thm 1);
-- ``reference``: where the paper states it.
+- ``reference``: where the paper states it;
+- ``remainder``: for an expansion model, the power of ε of the first term the form
+  leaves out, ``native(εW) - form(εW) = O(ε^remainder)``: 3 in general (Thm 1), 4 when
+  every neuron's contribution is odd in its weights (an odd activation or gate).
 
 :data:`MODELS` maps a name to its model; :func:`register` adds one.
 """
@@ -29,7 +32,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import torch
 
-from ..dynamics import NQF
+from ..form import NQF
 
 __all__ = ["MODELS", "Model", "Structure", "register"]
 
@@ -60,6 +63,7 @@ class Model(ABC):
     reference: str = ""
     neurons: Literal["columns", "rows"] = "columns"
     exact: bool = True
+    remainder: int = 3
 
     @property
     @abstractmethod

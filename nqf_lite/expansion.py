@@ -1,4 +1,4 @@
-"""Structure matrices: the Taylor coefficients of a permutation-symmetric module.
+"""The expansion of a permutation-symmetric module: its structure matrix by autograd (Theorem 1).
 
 Theorem 1 and its ZGZ-free form (paper Eq. 20, App. B.1): a module
 ``f(W; x)`` that is symmetric under permuting the ``d`` columns (neurons) of
@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ._checks import as_array, width
+from .form import NQF, moments
 
 __all__ = [
     "Expansion",
@@ -32,15 +33,13 @@ __all__ = [
     "NotSymmetricError",
     "expand",
     "expand_dataset",
-    "moments",
+    "truncation_error",
 ]
 
 Module = Callable[[torch.Tensor, Any], torch.Tensor]
 
 #: relative tolerance of the permutation-symmetry check
 SYMMETRY_RTOL = 1e-9
-
-
 
 
 class NotSymmetricError(ValueError):
@@ -124,23 +123,6 @@ class Expansion:
                 f"max|B| = {np.max(np.abs(self.B)):.3g} (general form, Eq. 20)"
             )
         return f"Expansion(p = {self.p}, {kind}; {zgz})"
-
-
-def moments(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Order parameters of a layer: ``M = W W^T`` and ``mu = W 1`` (Theorem 2).
-
-    Parameters
-    ----------
-    W : ndarray, shape (p, d)
-        Neurons as columns.
-
-    Returns
-    -------
-    M : ndarray, shape (p, p)
-    mu : ndarray, shape (p,)
-    """
-    W = as_array("W", W, ndim=2)
-    return W @ W.T, W.sum(axis=1)
 
 
 def _call(f: Module, W: torch.Tensor, x: Any) -> torch.Tensor:
@@ -295,7 +277,7 @@ def expand(f: Module, x: Any, p: int, d: int = 2, check: bool = True, seed: int 
     return out
 
 
-def expand_dataset(f: Module, xs: Sequence[Any], p: int, d: int = 2, check: bool = True):
+def expand_dataset(f: Module, xs: Sequence[Any], p: int, d: int = 2, check: bool = True) -> NQF:
     """The NQF of a data set: :func:`expand` at every input, stacked into an :class:`~nqf_lite.NQF`.
 
     The symmetry and smoothness checks run on the first input only.
@@ -316,8 +298,6 @@ def expand_dataset(f: Module, xs: Sequence[Any], p: int, d: int = 2, check: bool
     NQF
         With ``A`` of shape ``(m, p, p)`` or ``(m, V, p, p)`` and matching ``g, B, f0``.
     """
-    from .dynamics import NQF
-
     if len(xs) == 0:
         raise ValueError("xs must hold at least one input")
     exps = [expand(f, x, p, d=d, check=check and i == 0) for i, x in enumerate(xs)]
@@ -327,3 +307,57 @@ def expand_dataset(f: Module, xs: Sequence[Any], p: int, d: int = 2, check: bool
         B=np.stack([e.B for e in exps]),
         f0=np.stack([e.f0 for e in exps]),
     )
+
+
+def truncation_error(
+    f: Callable[[torch.Tensor, Any], torch.Tensor],
+    expansion: Any,
+    x: Any,
+    W: Any,
+    eps_grid: Any,
+    correction: Callable[[np.ndarray], Any] | None = None,
+) -> np.ndarray:
+    """``|f(εW; x) − NQF(εW; x)|`` for every ε (Eq. 20; Thm 1's remainder).
+
+    Parameters
+    ----------
+    f : callable
+        The module, ``f(W, x)`` as given to :func:`nqf_lite.expand`.
+    expansion : Expansion
+        The Taylor coefficients, e.g. from :func:`nqf_lite.expand`; its
+        ``predict(W)`` gives ``f0 + gᵀμ + μᵀBμ + Tr[M A]``.
+    x : any
+        The module's input.
+    W : array_like, shape (p, d)
+        Direction in weight space.
+    eps_grid : array_like
+        Positive scales ε.
+    correction : callable, optional
+        ``correction(εW)`` added to the NQF prediction, for higher-order terms
+        (e.g. :func:`nqf_lite.architectures.attention.mha_quartic`).
+
+    Returns
+    -------
+    numpy.ndarray
+        The error per ε (Euclidean norm over outputs for vector modules).
+    """
+    W = np.asarray(W, dtype=float)
+    eps = np.asarray(eps_grid, dtype=float)
+    if W.ndim != 2:
+        raise ValueError(f"W must have shape (p, d), got {W.shape}")
+    if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps) & (eps > 0)):
+        raise ValueError("eps_grid must be a non-empty 1-D array of positive numbers")
+    if not isinstance(expansion, Expansion):
+        raise TypeError(f"expansion must be an Expansion (from expand), got {type(expansion).__name__}")
+    if expansion.p != W.shape[0]:
+        raise ValueError(f"expansion has p={expansion.p}, which does not match W with {W.shape[0]} rows")
+    errs = []
+    with torch.no_grad():
+        for e in eps:
+            We = e * W
+            exact = f(torch.as_tensor(We, dtype=torch.float64), x).detach().numpy()
+            approx = expansion.predict(We)
+            if correction is not None:
+                approx = approx + np.asarray(correction(We), dtype=float)
+            errs.append(float(np.linalg.norm(np.atleast_1d(exact - approx))))
+    return np.array(errs)

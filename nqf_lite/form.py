@@ -1,0 +1,532 @@
+"""The neural quadratic form of a data set and its training (paper Sections 3-4).
+
+The order parameters of a layer are ``M = W Wᵀ`` and ``μ = W 1`` (:func:`moments`).
+The general NQF of a data set (paper Eq. 20) predicts, for sample ``n`` (and
+output ``o`` when there are ``V`` of them),
+
+.. math::
+
+    f_n = f_0(x_n) + g(x_n)^\\top\\mu + \\mu^\\top B(x_n)\\mu + \\mathrm{Tr}[M A(x_n)].
+
+With the loss of Eq. 26, ``L = (1/|b|) sum_{n in b} sum_o (f_no - y_no)^2``,
+``l'_no = dL/df_no = 2 (f_no - y_no)/|b|`` and
+
+.. math::
+
+    v = \\sum_{n,o} \\ell'_{no} (g_{no} + 2 B_{no}\\mu), \\qquad
+    H = \\sum_{n,o} 2\\ell'_{no} A_{no}, \\qquad
+    \\nabla_W L = v\\mathbf 1^\\top + H W .
+
+Theorem 2 (Eqs. 23-24) follows by multiplying out ``W' = W - lr (v 1^T + H W)``;
+the tangent kernel of Prop. 8 (App. B.6) is a function of ``(M, μ)`` too
+(:func:`ntk_from_moments`).  :func:`realize_moments` goes back from ``(M, μ)`` to
+weights; :func:`random_nqf` draws a test bed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ._checks import (
+    as_array,
+    batch_indices,
+    check_shape,
+    check_symmetric,
+    integer,
+    nonnegative,
+    positive,
+    width,
+)
+
+__all__ = ["NQF", "frame_orthogonal_to_ones", "moments", "ntk_from_moments", "random_nqf", "realize_moments"]
+
+
+def moments(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Order parameters of a layer: ``M = W W^T`` and ``mu = W 1`` (Theorem 2).
+
+    Parameters
+    ----------
+    W : ndarray, shape (p, d)
+        Neurons as columns.
+
+    Returns
+    -------
+    M : ndarray, shape (p, p)
+    mu : ndarray, shape (p,)
+    """
+    W = as_array("W", W, ndim=2)
+    return W @ W.T, W.sum(axis=1)
+
+
+
+class NQF:
+    """The neural quadratic form of a data set of ``m`` inputs (Eq. 20).
+
+    Parameters
+    ----------
+    A : array, shape (m, p, p) or (m, V, p, p)
+        Symmetric structure matrices, one per sample (and output).
+    g : array, shape (m, p) or (m, V, p), optional
+        Linear coefficients (zero under ZGZ).
+    B : array, shape like ``A``, optional
+        Symmetric cross-neuron coefficients (zero under ZGZ).
+    f0 : array, shape (m,) or (m, V), optional
+        Outputs at ``W = 0``.
+    """
+
+    def __init__(self, A, g=None, B=None, f0=None) -> None:
+        A = as_array("A", A, ndim=(3, 4))
+        if A.shape[-1] != A.shape[-2]:
+            raise ValueError(f"A must have shape (m, p, p) or (m, V, p, p), got {A.shape}")
+        if A.shape[0] == 0 or A.shape[-1] == 0:
+            raise ValueError(f"A must hold at least one sample and one parameter, got shape {A.shape}")
+        check_symmetric("A", A)
+        self.A = A
+        self.m = int(A.shape[0])
+        self.p = int(A.shape[-1])
+        self.V = None if A.ndim == 3 else int(A.shape[1])
+        lead = (self.m,) if self.V is None else (self.m, self.V)
+        self.g = np.zeros(lead + (self.p,)) if g is None else as_array("g", g)
+        check_shape("g", self.g, lead + (self.p,))
+        self.B = np.zeros_like(A) if B is None else as_array("B", B)
+        check_shape("B", self.B, A.shape)
+        check_symmetric("B", self.B)
+        self.f0 = np.zeros(lead) if f0 is None else as_array("f0", f0)
+        check_shape("f0", self.f0, lead)
+        self._zgz = not (np.any(self.g) or np.any(self.B))
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def zgz(self) -> bool:
+        """True when ``g = 0`` and ``B = 0`` for every sample: the width drops out (Thm 2)."""
+        return self._zgz
+
+    def __repr__(self) -> str:
+        out = "scalar" if self.V is None else f"V={self.V}"
+        return f"NQF(m={self.m}, p={self.p}, {out}, zgz={self.zgz})"
+
+    def _state(self, M, mu) -> tuple[np.ndarray, np.ndarray]:
+        M = as_array("M", M, ndim=2)
+        check_shape("M", M, (self.p, self.p))
+        mu = np.zeros(self.p) if mu is None else as_array("mu", mu, ndim=1)
+        check_shape("mu", mu, (self.p,))
+        return M, mu
+
+    def _W(self, W) -> np.ndarray:
+        W = as_array("W", W, ndim=2)
+        if W.shape[0] != self.p or W.shape[1] < 1:
+            raise ValueError(f"W must have shape (p={self.p}, d) with d >= 1, got {W.shape}")
+        return W
+
+    def _y(self, y) -> np.ndarray:
+        y = as_array("y", y)
+        lead = (self.m,) if self.V is None else (self.m, self.V)
+        if y.shape != lead:
+            hint = "" if self.V is None else f" (one label per sample and output, V = {self.V})"
+            raise ValueError(f"y must have shape {lead}{hint}, got {y.shape}")
+        return y
+
+    # -------------------------------------------------------------- predictions
+    def predict(self, M, mu=None, batch=None) -> np.ndarray:
+        """Predictions ``f_n`` from the order parameters (Eq. 20).
+
+        Parameters
+        ----------
+        M : array, shape (p, p)
+        mu : array, shape (p,), optional
+            Needed only when ``g`` or ``B`` is non-zero; defaults to zero.
+        batch : int array, optional
+            Sample indices; all samples by default.
+
+        Returns
+        -------
+        ndarray, shape (|batch|,) or (|batch|, V)
+        """
+        M, mu = self._state(M, mu)
+        idx = batch_indices(batch, self.m)
+        out = self.f0[idx] + np.einsum("n...ij,ij->n...", self.A[idx], M)
+        if not self.zgz:
+            out = out + self.g[idx] @ mu + np.einsum("n...ij,i,j->n...", self.B[idx], mu, mu)
+        return out
+
+    def predict_W(self, W, batch=None) -> np.ndarray:
+        """Predictions at weights ``W`` of shape (p, d)."""
+        M, mu = moments(self._W(W))
+        return self.predict(M, mu, batch=batch)
+
+    def loss(self, M, mu, y, batch=None) -> float:
+        """Mean squared error of Eq. 26, summed over outputs, averaged over the batch."""
+        y = self._y(y)
+        idx = batch_indices(batch, self.m)
+        r = self.predict(M, mu, batch=idx) - y[idx]
+        return float(np.sum(r**2) / idx.size)
+
+    def loss_W(self, W, y, batch=None) -> float:
+        """:meth:`loss` at weights ``W``."""
+        M, mu = moments(self._W(W))
+        return self.loss(M, mu, y, batch=batch)
+
+    # ---------------------------------------------------------------- gradients
+    def vH(self, M, mu, y, batch=None) -> tuple[np.ndarray, np.ndarray]:
+        """The batch quantities ``v`` (p,) and ``H`` (p, p) of Theorem 2.
+
+        ``v = sum l'_x (g(x) + 2 B(x) mu)`` and ``H = sum 2 l'_x A(x)`` with
+        ``l'_x = 2 (f_x - y_x)/|batch|``; the loss gradient is ``v 1^T + H W``.
+        """
+        M, mu = self._state(M, mu)
+        y = self._y(y)
+        idx = batch_indices(batch, self.m)
+        lp = 2.0 * (self.predict(M, mu, batch=idx) - y[idx]) / idx.size
+        lp = lp.reshape(-1)
+        p = self.p
+        H = 2.0 * np.tensordot(lp, self.A[idx].reshape(-1, p, p), axes=1)
+        if self.zgz:
+            v = np.zeros(p)
+        else:
+            v = lp @ self.g[idx].reshape(-1, p) + 2.0 * np.tensordot(lp, self.B[idx].reshape(-1, p, p), axes=1) @ mu
+        return v, H
+
+    def grad_W(self, W, y, batch=None) -> np.ndarray:
+        """Gradient of the (batch) loss with respect to every neuron: ``v 1^T + H W``."""
+        W = self._W(W)
+        M, mu = moments(W)
+        v, H = self.vH(M, mu, y, batch=batch)
+        return v[:, None] + H @ W
+
+    # ----------------------------------------------------------------- training
+    def gd_step(self, W, y, lr, batch=None, weight_decay: float = 0.0) -> np.ndarray:
+        """One explicit (S)GD step on every neuron (Eq. 21).
+
+        ``W' = W - lr (v 1^T + (H + weight_decay I) W)``.
+
+        Parameters
+        ----------
+        W : array, shape (p, d)
+        y : array, shape (m,) or (m, V)
+        lr : float > 0
+        batch : int array, optional
+        weight_decay : float >= 0
+            Adds ``weight_decay * |W|^2 / 2`` to the loss.
+
+        Returns
+        -------
+        ndarray, shape (p, d)
+        """
+        lr = positive("lr", lr)
+        wd = nonnegative("weight_decay", weight_decay)
+        W = self._W(W)
+        M, mu = moments(W)
+        v, H = self.vH(M, mu, y, batch=batch)
+        return _finite(W - lr * (v[:, None] + H @ W + wd * W), lr)
+
+    def closed_step(self, M, mu, d, y, lr, batch=None, weight_decay: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """One step of the closed dynamics of Theorem 2 (Eqs. 23-24); the width is a number.
+
+        .. math::
+
+            \\Delta\\mu = -\\eta(d\\,v + H\\mu),\\quad
+            \\Delta M = -\\eta(v\\mu^\\top + \\mu v^\\top + HM + MH)
+                      + \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top + HMH),
+
+        with ``H`` replaced by ``H + weight_decay I`` under weight decay.
+
+        Parameters
+        ----------
+        M : array, shape (p, p)
+        mu : array, shape (p,)
+        d : int >= 1
+            Width (number of neurons).
+        y, lr, batch, weight_decay
+            As in :meth:`gd_step`.
+
+        Returns
+        -------
+        (M, mu) after the step.
+        """
+        lr = positive("lr", lr)
+        wd = nonnegative("weight_decay", weight_decay)
+        d = width("d", d)
+        M, mu = self._state(M, mu)
+        v, H = self.vH(M, mu, y, batch=batch)
+        if wd:
+            H = H + wd * np.eye(self.p)
+        Hmu = H @ mu
+        HM = H @ M
+        mu_new = mu - lr * (d * v + Hmu)
+        M_new = (
+            M
+            - lr * (np.outer(v, mu) + np.outer(mu, v) + HM + HM.T)
+            + lr**2 * (d * np.outer(v, v) + np.outer(v, Hmu) + np.outer(Hmu, v) + HM @ H)
+        )
+        return _finite(0.5 * (M_new + M_new.T), lr), _finite(mu_new, lr)
+
+    def train(
+        self, W, y, lr, steps: int, batches=None, weight_decay: float = 0.0, progress: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Run ``steps`` explicit (S)GD steps (:meth:`gd_step`, Eq. 21) and record the predictions.
+
+        Parameters
+        ----------
+        W : array, shape (p, d)
+            Initial weights.
+        y : array, shape (m,) or (m, V)
+        lr : float > 0
+        steps : int >= 0
+        batches : sequence of ``steps`` int arrays, optional
+            ``batches[t]`` holds the sample indices of step ``t``; full batch when ``None``.
+        weight_decay : float >= 0
+        progress : bool
+            Show a ``tqdm`` progress bar.
+
+        Returns
+        -------
+        W : ndarray, shape (p, d)
+            Weights after the last step.
+        predictions : ndarray, shape (steps + 1, m) or (steps + 1, m, V)
+            Predictions on every sample at steps ``0, ..., steps``.
+        """
+        W = self._W(W)
+        y, lr, weight_decay, steps, batches = self._schedule(y, lr, weight_decay, steps, batches)
+        preds = np.empty((steps + 1,) + y.shape)
+        preds[0] = self._record(lr, W=W)
+        for t in tqdm(range(steps), disable=not progress, desc="GD on W"):
+            W = self.gd_step(W, y, lr, batch=batches[t], weight_decay=weight_decay)
+            preds[t + 1] = self._record(lr, W=W)
+        return W, preds
+
+    def train_closed(
+        self, M, mu, d: int, y, lr, steps: int, batches=None, weight_decay: float = 0.0, progress: bool = False
+    ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+        """Run ``steps`` steps of the closed recursion (:meth:`closed_step`, Theorem 2) and record the predictions.
+
+        Parameters
+        ----------
+        M : array, shape (p, p)
+        mu : array, shape (p,)
+        d : int >= 1
+            Width (a number: no weights are stored).
+        y, lr, steps, batches, weight_decay, progress
+            As in :meth:`train`.
+
+        Returns
+        -------
+        (M, mu) : tuple of ndarray
+            Order parameters after the last step.
+        predictions : ndarray, shape (steps + 1, m) or (steps + 1, m, V)
+            Predictions on every sample at steps ``0, ..., steps``.
+        """
+        M, mu = self._state(M, mu)
+        d = width("d", d)
+        y, lr, weight_decay, steps, batches = self._schedule(y, lr, weight_decay, steps, batches)
+        preds = np.empty((steps + 1,) + y.shape)
+        preds[0] = self._record(lr, M=M, mu=mu)
+        for t in tqdm(range(steps), disable=not progress, desc="closed (M, mu)"):
+            M, mu = self.closed_step(M, mu, d, y, lr, batch=batches[t], weight_decay=weight_decay)
+            preds[t + 1] = self._record(lr, M=M, mu=mu)
+        return (M, mu), preds
+
+    def _record(self, lr: float, W=None, M=None, mu=None) -> np.ndarray:
+        """Predictions on all samples at ``W`` or ``(M, mu)``; a clear error when training has blown up."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            if W is not None:
+                M, mu = moments(W)
+            return _finite(self.predict(_finite(M, lr), mu), lr)
+
+    def _schedule(self, y, lr, weight_decay, steps, batches) -> tuple:
+        """Validate the arguments shared by :meth:`train` and :meth:`train_closed`."""
+        y = self._y(y)
+        lr = positive("lr", lr)
+        weight_decay = nonnegative("weight_decay", weight_decay)
+        steps = integer("steps", steps, minimum=0)
+        if batches is None:
+            return y, lr, weight_decay, steps, [None] * steps
+        if isinstance(batches, (str, bytes)) or not isinstance(batches, (Sequence, np.ndarray)):
+            raise TypeError(f"batches must be None or a sequence of {steps} index arrays, got {type(batches).__name__}")
+        if len(batches) != steps:
+            raise ValueError(f"batches must hold one index array per step ({steps}), got {len(batches)}")
+        checked = []
+        for t, batch in enumerate(batches):
+            try:
+                checked.append(batch_indices(batch, self.m))
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"batches[{t}]: {exc}") from exc
+        return y, lr, weight_decay, steps, checked
+
+
+def _finite(X: np.ndarray, lr: float) -> np.ndarray:
+    if not np.all(np.isfinite(X)):
+        raise FloatingPointError(f"training diverged (non-finite weights) at lr = {lr:g}: lower the learning rate")
+    return X
+
+
+def frame_orthogonal_to_ones(d: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
+    """An orthonormal basis ``F`` (d, d - 1) of the complement of ``1_d``: ``Fᵀ F = I``, ``Fᵀ 1 = 0``.
+
+    Moving neurons inside this complement keeps ``μ = W 1`` (Theorem 2's
+    symmetry group: ``W -> W O`` with ``O 1 = 1``, ``O`` orthogonal, keeps ``(M, μ)``).
+
+    Parameters
+    ----------
+    d : int >= 1
+        Width.
+    rng : Generator or int, optional
+        Randomises the basis; a fixed basis (Gram-Schmidt of ``1, e_2, ..., e_d``) when ``None``.
+    """
+    d = width("d", d)
+    base = np.eye(d)[:, 1:] if rng is None else np.random.default_rng(rng).standard_normal((d, d - 1))
+    return np.linalg.qr(np.column_stack([np.ones(d), base]))[0][:, 1:]
+
+
+def ntk_from_moments(nqf: NQF, M, mu, d: int) -> np.ndarray:
+    """The empirical tangent kernel of an NQF from its order parameters alone (Prop. 8, App. B.6).
+
+    With ``∇_{w_i} f_x = u_x + 2 A_x w_i`` and ``u_x = g_x + 2 B_x μ``,
+
+    .. math::
+
+        \\Theta(x, x') = \\sum_i \\langle\\nabla_{w_i} f_x, \\nabla_{w_i} f_{x'}\\rangle
+        = d\\,u_x^\\top u_{x'} + 2u_x^\\top A_{x'}\\mu + 2\\mu^\\top A_x u_{x'}
+          + 4\\,\\mathrm{Tr}[A_x A_{x'} M].
+
+    Parameters
+    ----------
+    nqf : NQF
+        A scalar-output NQF (``V = None``) of ``m`` samples.
+    M : array, shape (p, p)
+    mu : array, shape (p,)
+    d : int >= 1
+        Width.
+
+    Returns
+    -------
+    ndarray, shape (m, m)
+    """
+    if not isinstance(nqf, NQF):
+        raise TypeError(f"nqf must be an NQF, got {type(nqf).__name__}")
+    if nqf.V is not None:
+        raise ValueError(f"nqf must have a scalar output for the m x m kernel, got V = {nqf.V}")
+    M, mu = nqf._state(M, mu)
+    d = width("d", d)
+    u = nqf.g + 2 * np.einsum("nij,j->ni", nqf.B, mu)
+    A_mu = nqf.A @ mu
+    return d * u @ u.T + 2 * u @ A_mu.T + 2 * A_mu @ u.T + 4 * np.einsum("aij,bjk,ki->ab", nqf.A, nqf.A, M)
+
+
+def realize_moments(M, mu, d: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
+    """Weights ``W`` (p, d) with ``W W^T = M`` and ``W 1 = mu``.
+
+    Possible iff ``C = M - mu mu^T / d`` is positive semi-definite with rank at
+    most ``d - 1``.  Construction: ``w_i = mu/d + u_i`` with ``U = L Z^T``, where
+    ``C = L L^T`` and the columns of ``Z`` (d, r) are orthonormal and
+    orthogonal to ``1_d`` (a random such frame when ``rng`` is given).
+
+    Parameters
+    ----------
+    M : array, shape (p, p)
+    mu : array, shape (p,)
+    d : int
+        Target width.
+    rng : Generator or int, optional
+        Randomises the frame ``Z``; deterministic (a fixed frame) when ``None``.
+
+    Raises
+    ------
+    ValueError
+        If ``C`` is not PSD or its rank exceeds ``d - 1``.
+    """
+    M = as_array("M", M, ndim=2)
+    if M.shape[0] != M.shape[1]:
+        raise ValueError(f"M must be square, got shape {M.shape}")
+    check_symmetric("M", M)
+    p = M.shape[0]
+    mu = as_array("mu", mu, ndim=1)
+    check_shape("mu", mu, (p,))
+    d = width("d", d)
+    C = M - np.outer(mu, mu) / d
+    lam, Q = np.linalg.eigh(0.5 * (C + C.T))
+    tol = 1e-12 * max(1.0, float(np.max(np.abs(lam))))
+    if lam.min() < -tol:
+        raise ValueError(
+            f"M - mu mu^T/d must be positive semi-definite (smallest eigenvalue {lam.min():.3g}): "
+            "no width-d layer has these moments"
+        )
+    keep = lam > tol
+    r = int(keep.sum())
+    if r > d - 1:
+        raise ValueError(f"M - mu mu^T/d has rank {r}, so it needs width >= {r + 1}, got d = {d}")
+    L = Q[:, keep] * np.sqrt(lam[keep])
+    Z = frame_orthogonal_to_ones(d, rng)[:, :r]
+    return mu[:, None] / d + L @ Z.T
+
+
+def random_nqf(
+    m: int,
+    p: int,
+    k: int | None = None,
+    V: int | None = None,
+    *,
+    scale_A: float = 1.0,
+    scale_g: float = 0.0,
+    scale_B: float = 0.0,
+    scale_f0: float = 0.0,
+    seed: int | np.random.Generator = 0,
+) -> NQF:
+    """A random NQF (Eq. 20) whose coefficients live in a random ``k``-dimensional subspace of ``R^p``.
+
+    With ``Q`` (p, k) an orthonormal basis of a random subspace (``Q = I`` when
+    ``k = p``) and ``S = (Z + Z^T)/2`` for standard normal ``Z`` (k, k):
+    ``A_n = scale_A Q S_n Q^T``, ``B_n = scale_B Q S'_n Q^T``,
+    ``g_n = scale_g Q z_n`` and ``f0_n = scale_f0 z'_n`` (one draw per sample and
+    output). A generic symmetric ``S_n`` has rank ``k``, so ``k_V = k``: a test
+    bed for compression (Theorem 3).
+
+    Parameters
+    ----------
+    m : int >= 1
+        Number of samples.
+    p : int >= 1
+        Dimension of one neuron.
+    k : int, optional
+        Dimension of the subspace, ``1 <= k <= p``; ``p`` by default.
+    V : int, optional
+        Number of outputs; scalar output when ``None``.
+    scale_A, scale_g, scale_B, scale_f0 : float >= 0
+        Scales of the coefficients; ``g``, ``B`` and ``f0`` are drawn only when
+        their scale is non-zero (zero arrays otherwise, so ``scale_g = scale_B = 0``
+        gives a ZGZ model).
+    seed : int or numpy Generator
+        Seed of ``numpy.random.default_rng``; a Generator is used (and advanced)
+        as it is. Draw order: basis (when ``k < p``), ``A``, ``g``, ``B``, ``f0``.
+
+    Returns
+    -------
+    NQF
+        With ``A`` of shape (m, p, p) or (m, V, p, p); ``A`` and ``B`` exactly symmetric.
+    """
+    m = integer("m", m)
+    p = integer("p", p)
+    k = p if k is None else integer("k", k)
+    if k > p:
+        raise ValueError(f"k must satisfy 1 <= k <= p = {p}, got k = {k}")
+    lead = (m,) if V is None else (m, integer("V", V))
+    scales = {name: nonnegative(name, val) for name, val in
+              (("scale_A", scale_A), ("scale_g", scale_g), ("scale_B", scale_B), ("scale_f0", scale_f0))}
+    if not isinstance(seed, (int, np.integer, np.random.Generator)) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int or a numpy Generator, got {type(seed).__name__}")
+    rng = np.random.default_rng(seed)
+    Q = np.eye(p) if k == p else np.linalg.qr(rng.standard_normal((p, k)))[0]
+
+    def sym_in_subspace(scale: float) -> np.ndarray:
+        Z = rng.standard_normal(lead + (k, k))
+        X = scale * (Q @ ((Z + np.swapaxes(Z, -1, -2)) / 2) @ Q.T)
+        return (X + np.swapaxes(X, -1, -2)) / 2
+
+    A = sym_in_subspace(scales["scale_A"])
+    g = scales["scale_g"] * rng.standard_normal(lead + (k,)) @ Q.T if scales["scale_g"] else None
+    B = sym_in_subspace(scales["scale_B"]) if scales["scale_B"] else None
+    f0 = scales["scale_f0"] * rng.standard_normal(lead) if scales["scale_f0"] else None
+    return NQF(A, g=g, B=B, f0=f0)
+
