@@ -337,8 +337,8 @@ def test_defining_name_of_reexports():
     assert api_docs.defining_name("nqf_lite.nothing_here") is None
     assert api_docs.defining_name("not_a_module.x") is None
     assert api_docs.defining_name("nqf_lite") is None
-    assert api_docs.defining_name("nqf_lite.expand") == "nqf_lite.structure.expand"
-    assert api_docs.defining_name("nqf_lite.NQF") == "nqf_lite.dynamics.NQF"
+    assert api_docs.defining_name("nqf_lite.expand") == "nqf_lite.expansion.expand"
+    assert api_docs.defining_name("nqf_lite.NQF") == "nqf_lite.form.NQF"
 
 
 def test_margin_and_ensemble_fields(claims_dir):

@@ -476,7 +476,7 @@ class MultiHead(ModuleModel):
 
     name = "mha"
     title = "multi-head attention"
-    reference = "Prop. 2, Eqs. 7-8; App. A.5"
+    reference = "Table 3, row 12; Prop. 2, Eqs. 7-8; App. A.5"
     exact = False
     remainder = 4
 
@@ -502,7 +502,7 @@ class QueryKeyHeads(ModuleModel):
 
     name = "qk"
     title = "query-key-only attention"
-    reference = "Prop. 3, Eqs. 9-10"
+    reference = "Table 3, row 13; Prop. 3, Eqs. 9-10"
     exact = False
     remainder = 4
 

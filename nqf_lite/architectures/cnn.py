@@ -239,7 +239,7 @@ class SingleLayerCNN(ModuleModel):
 
     name = "cnn"
     title = "single-layer CNN"
-    reference = "Prop. 6, Eqs. 15-16"
+    reference = "Table 3, row 10; Prop. 6, Eqs. 15-16"
     exact = False
     remainder = 4
 

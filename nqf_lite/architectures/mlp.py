@@ -247,7 +247,7 @@ class TwoLayerMLP(ModuleModel):
 
     name = "mlp"
     title = "two-layer MLP"
-    reference = "Prop. 1, Eqs. 5-6; App. B.2"
+    reference = "Table 3, row 9; Prop. 1, Eqs. 5-6; App. B.2"
     exact = False
     remainder = 4
 

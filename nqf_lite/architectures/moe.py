@@ -151,7 +151,7 @@ class MixtureOfExperts(ModuleModel):
 
     name = "moe"
     title = "mixture of experts"
-    reference = "Prop. 5, Eqs. 13-14"
+    reference = "Table 3, row 11; Prop. 5, Eqs. 13-14"
     exact = False
     remainder = 4
 
