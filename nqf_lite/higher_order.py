@@ -325,8 +325,11 @@ def gd_train(
 
     Parameters
     ----------
-    predict : callable ``W -> (m,) tensor``
-        The model's outputs on the whole data set at weights ``W`` (float64 torch).
+    predict : callable ``W -> (..., m) tensor``
+        The model's outputs on the whole data set at weights ``W`` (float64
+        torch).  Leading axes are independent ensemble members: each member
+        descends its own loss (their losses are summed before differentiating,
+        which leaves every member's gradient unchanged).
     W0 : array_like
         Initial weights (any shape ``predict`` accepts).
     y : array_like, shape (m,)
@@ -342,8 +345,8 @@ def gd_train(
     -------
     t : ndarray
         ``lr * step`` of the records.
-    L : ndarray
-        Loss at the recorded steps.
+    L : ndarray, shape (n_records, ...)
+        Loss of every member at the recorded steps.
     W : ndarray
         Final weights.
     """
@@ -355,19 +358,20 @@ def gd_train(
     n_steps = integer("n_steps", n_steps, minimum=1)
     every = integer("every", every, minimum=1)
     steps = np.arange(0, n_steps + 1, every)
-    L = np.empty(steps.size)
+    records = []
     for s in range(n_steps + 1):
         out = predict(W)
-        if out.shape != yt.shape:
-            raise ValueError(f"predict(W) must return shape {tuple(yt.shape)} like y, got {tuple(out.shape)}")
-        loss = ((out - yt) ** 2).mean()
+        if out.shape[-1:] != yt.shape:
+            raise ValueError(f"predict(W) must return shape (..., {yt.shape[0]}) like y, got {tuple(out.shape)}")
+        loss = ((out - yt) ** 2).mean(dim=-1)
         if s % every == 0:
-            L[s // every] = float(loss.detach())
+            records.append(loss.detach().numpy().copy())
         if s == n_steps:
             break
-        (grad,) = torch.autograd.grad(loss, W)
+        (grad,) = torch.autograd.grad(loss.sum(), W)
         with torch.no_grad():
             W -= lr * grad
+    L = np.stack(records)
     if not np.all(np.isfinite(L)):
         raise FloatingPointError("gradient descent diverged (non-finite loss); lower lr")
     return lr * steps, L, W.detach().numpy()
@@ -481,26 +485,31 @@ class NeuralForm:
         return NeuralForm(self.f0, self.T[:order])
 
     def predict_torch(self, W: torch.Tensor) -> torch.Tensor:
-        """``f_K(W; x_n)`` for all ``n`` as a differentiable torch tensor, ``W`` (p, d)."""
-        if W.ndim != 2 or W.shape[0] != self.p:
-            raise ValueError(f"W must have shape (p, d) with p = {self.p}, got {tuple(W.shape)}")
-        out = torch.as_tensor(self.f0).clone()
+        """``f_K(W; x_n)`` for all ``n`` as a differentiable torch tensor.
+
+        ``W`` has shape ``(..., p, d)``; leading axes are independent members and
+        the result has shape ``(..., m)``.
+        """
+        if W.ndim < 2 or W.shape[-2] != self.p:
+            raise ValueError(f"W must have shape (..., p, d) with p = {self.p}, got {tuple(W.shape)}")
+        out = torch.as_tensor(self.f0)
         letters = "abcdefghij"
         for k, Tk in enumerate(self._Tt, start=1):
             ax = letters[:k]
-            out = out + torch.einsum(f"n{ax}," + ",".join(a + "z" for a in ax) + "->n", Tk, *([W] * k))
+            ops = ",".join(f"...{a}z" for a in ax)
+            out = out + torch.einsum(f"n{ax},{ops}->...n", Tk, *([W] * k))
         return out
 
     def predict(self, W: object) -> np.ndarray:
-        """``f_K(W; x_n)``, shape (m,), for weights ``W`` (p, d)."""
-        W = as_array("W", W, ndim=2)
+        """``f_K(W; x_n)``, shape ``(..., m)``, for weights ``W`` of shape ``(..., p, d)``."""
+        W = as_array("W", W)
         return self.predict_torch(torch.as_tensor(W)).numpy()
 
     def train(
         self, W0: object, y: object, lr: float, n_steps: int, every: int = 1
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Full-batch GD on the form (see :func:`gd_train`); returns ``t, L, W``."""
-        W0 = as_array("W0", W0, ndim=2)
-        if W0.shape[0] != self.p:
-            raise ValueError(f"W0 must have shape (p, d) with p = {self.p}, got {W0.shape}")
+        W0 = as_array("W0", W0)
+        if W0.ndim < 2 or W0.shape[-2] != self.p:
+            raise ValueError(f"W0 must have shape (..., p, d) with p = {self.p}, got {W0.shape}")
         return gd_train(self.predict_torch, W0, y, lr, n_steps, every=every)

@@ -163,6 +163,10 @@ def test_neural_form_training_reduces_loss_and_matches_manual_gd():
     assert W[0, 0] == pytest.approx(w - 0.1 * grad, rel=1e-12)
     assert L[0] == pytest.approx(np.mean([(c * w * w - 1) ** 2 for c in (1.0, 2.0)]), rel=1e-12)
     assert t.tolist() == [0.0, 0.1]
+    # a batch of two members descends two independent losses
+    _, L2, W2 = form.train(np.array([[[0.5]], [[0.3]]]), np.array([1.0, 1.0]), lr=0.1, n_steps=1)
+    _, _, Wb = form.train(np.array([[0.3]]), np.array([1.0, 1.0]), lr=0.1, n_steps=1)
+    assert W2[0, 0, 0] == pytest.approx(W[0, 0], rel=1e-14) and W2[1, 0, 0] == pytest.approx(Wb[0, 0], rel=1e-14)
 
 
 # ----------------------------------------------------------------- bad inputs
