@@ -413,7 +413,7 @@ class NeuralForm:
         if len({Tk.shape[1] for Tk in Ts}) != 1:
             raise ValueError("all T[k] must share the same p")
         self.T = tuple(Ts)
-        self._Tt = tuple(torch.as_tensor(Tk) for Tk in Ts)
+        self._Tflat = tuple(torch.as_tensor(Tk.reshape(m, -1)) for Tk in Ts)
 
     @property
     def order(self) -> int:
@@ -492,13 +492,15 @@ class NeuralForm:
         """
         if W.ndim < 2 or W.shape[-2] != self.p:
             raise ValueError(f"W must have shape (..., p, d) with p = {self.p}, got {tuple(W.shape)}")
-        out = torch.as_tensor(self.f0)
-        letters = "abcdefghij"
-        for k, Tk in enumerate(self._Tt, start=1):
-            ax = letters[:k]
-            ops = ",".join(f"...{a}z" for a in ax)
-            out = out + torch.einsum(f"n{ax},{ops}->...n", Tk, *([W] * k))
-        return out
+        batch = W.shape[:-2]
+        Wb = W.reshape(-1, *W.shape[-2:])  # members on one axis "b"
+        out = torch.as_tensor(self.f0).expand(Wb.shape[0], -1)
+        power = Wb  # the k-fold outer power of every neuron, (b, p**k, d)
+        for k, Tk in enumerate(self._Tflat, start=1):
+            if k > 1:
+                power = (power[:, :, None, :] * Wb[:, None, :, :]).reshape(Wb.shape[0], -1, Wb.shape[-1])
+            out = out + (Tk @ power).sum(-1)
+        return out.reshape(*batch, -1)
 
     def predict(self, W: object) -> np.ndarray:
         """``f_K(W; x_n)``, shape ``(..., m)``, for weights ``W`` of shape ``(..., p, d)``."""
