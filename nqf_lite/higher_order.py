@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from ._checks import as_array, integer, positive
-from .structure import expand
+from .structure import NotSmoothError, expand
 
 __all__ = [
     "MAX_BYTES",
@@ -280,6 +280,9 @@ def theorem13(
     ValueError
         If a derivative tensor would exceed ``max_bytes`` (the message states the
         memory it would need), or if ``f`` does not return a scalar.
+    NotSmoothError
+        If a derivative at the origin is not finite, or (with ``check``) if
+        ``f`` has a kink there.
     """
     if not callable(f):
         raise TypeError(f"f must be callable as f(W, x), got {type(f).__name__}")
@@ -302,6 +305,11 @@ def theorem13(
             return _call(f, W, x)
 
         D = _derivative(F, m_max * p, k).reshape((m_max, p) * k).numpy()
+        if not np.all(np.isfinite(D)):
+            raise NotSmoothError(
+                f"the order-{k} derivative of f at W = 0 is not finite (e.g. 0/0 in a "
+                "normalisation without epsilon); Theorem 13 needs a module that is smooth at the origin"
+            )
         for lam in partitions(k):
             if len(lam) > d:
                 continue

@@ -176,6 +176,15 @@ def test_relu_is_not_smooth():
         theorem13(mlp(torch.relu, 2), x, 3, 3)
 
 
+def test_nan_derivative_is_not_smooth():
+    def f(W, x):  # RMS normalisation across the width without epsilon: 0/0 at W = 0
+        z = W[0]
+        return (W[1] * z / torch.sqrt((z * z).mean())).sum()
+
+    with pytest.raises(NotSmoothError, match="not finite"):
+        theorem13(f, None, 2, 2, check=False)
+
+
 def test_not_symmetric():
     def f(W, x):
         return W[0, 0] * W[1, 0] + torch.tanh(W[0, 1])
