@@ -35,7 +35,6 @@ structure matrix is ``A = T_(2) - T_(1,1)``.
 
 from __future__ import annotations
 
-import itertools
 import math
 import string
 import warnings
