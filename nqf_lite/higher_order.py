@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from ._checks import as_array, integer, positive
-from .structure import NotSmoothError, expand
+from .expansion import NotSmoothError, expand
 
 __all__ = [
     "MAX_BYTES",
