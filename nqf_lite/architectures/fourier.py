@@ -257,21 +257,22 @@ def train_fourier(
     M = psi.shape[0]
     psiT = np.ascontiguousarray(psi.T)
     L = np.empty(n_steps)
-    for i in range(n_steps):
-        if model == "mlp":
-            h = np.tanh((s * a)[:, None] * psiT)
-            e = h.T @ W * scale - y
-            L[i] = e @ e / M
-            g = (2.0 * scale / M) * e
-            gW = h @ g
-            ga = W * s * (((1.0 - h * h) * psiT) @ g)
-        else:
-            e = psi @ (s * a * W) * scale - y
-            L[i] = e @ e / M
-            q = (2.0 * scale / M) * s * (psiT @ e)
-            ga, gW = q * W, q * a
-        a -= lr * ga
-        W -= lr * gW
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported below
+        for i in range(n_steps):
+            if model == "mlp":
+                h = np.tanh((s * a)[:, None] * psiT)
+                e = h.T @ W * scale - y
+                L[i] = e @ e / M
+                g = (2.0 * scale / M) * e
+                gW = h @ g
+                ga = W * s * (((1.0 - h * h) * psiT) @ g)
+            else:
+                e = psi @ (s * a * W) * scale - y
+                L[i] = e @ e / M
+                q = (2.0 * scale / M) * s * (psiT @ e)
+                ga, gW = q * W, q * a
+            a -= lr * ga
+            W -= lr * gW
     if not (np.all(np.isfinite(L)) and np.all(np.isfinite(a)) and np.all(np.isfinite(W))):
         raise ValueError(f"lr = {lr:g} is too large: gradient descent diverged (overflow)")
     return lr * np.arange(n_steps), L, (a, W)
@@ -309,15 +310,16 @@ def train_tanh_mlp(
     n_steps = _steps("n_steps", n_steps)
     M = x.size
     L = np.empty(n_steps)
-    for i in range(n_steps):
-        h = np.tanh(np.outer(u, x))
-        e = v @ h - y
-        L[i] = e @ e / M
-        g = (2.0 / M) * e
-        gv = h @ g
-        gu = v * (((1.0 - h * h) * x) @ g)
-        u -= lr * gu
-        v -= lr * gv
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported below
+        for i in range(n_steps):
+            h = np.tanh(np.outer(u, x))
+            e = v @ h - y
+            L[i] = e @ e / M
+            g = (2.0 / M) * e
+            gv = h @ g
+            gu = v * (((1.0 - h * h) * x) @ g)
+            u -= lr * gu
+            v -= lr * gv
     if not np.all(np.isfinite(L)):
         raise ValueError(f"lr = {lr:g} is too large: gradient descent diverged (overflow)")
     return lr * np.arange(n_steps), L
