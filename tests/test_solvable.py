@@ -459,6 +459,8 @@ def test_glv_integrate_checks_C():
     t = [0.0, 1.0]
     with pytest.raises(ValueError, match="C must be positive semi-definite"):
         S.glv_integrate(t, [1.0, 1.0], [[1.0, 0.0], [0.0, -1.0]], [0.1, 0.1], method="DOP853")
+    with pytest.raises(ValueError, match="C must be positive semi-definite"):  # eigenvalues -1, 3
+        S.glv_integrate(t, [1.0, 1.0], [[1.0, 2.0], [2.0, 1.0]], [0.1, 0.1])
     with pytest.raises(ValueError, match="C must be symmetric"):
         S.glv_integrate(t, [1.0, 1.0], [[1.0, 0.5], [0.0, 1.0]], [0.1, 0.1])
     with pytest.raises(TypeError, match="method"):
