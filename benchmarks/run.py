@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from nqf_lite import NQF, compress, k_V, random_nqf, realize_moments  # noqa: E402
+from nqf_lite import compress, k_V, random_nqf  # noqa: E402
 from nqf_lite import solvable as S  # noqa: E402
 from nqf_lite.scaling import powerlaw_modes  # noqa: E402
 from nqf_lite.seeding import rng  # noqa: E402
