@@ -6,8 +6,8 @@ Usage::
 
 Each notebook in ``_toc.yml`` (or those given) is executed by nbclient in a fresh kernel; a
 sampler thread records the peak resident memory of the kernel process tree.  Results are
-printed as a table and written to ``benchmarks/results.md``.  Not a timed test: budgets are
-reported and the exit code is non-zero when one is exceeded.
+printed as a table (``benchmarks/run.py`` puts it into ``benchmarks/RESULTS.md``).  Not a
+timed test: budgets are reported and the exit code is non-zero when one is exceeded.
 """
 
 from __future__ import annotations
@@ -101,8 +101,6 @@ def main(argv: list[str]) -> int:
             "",
         ]
     )
-    if not argv:
-        (ROOT / "benchmarks" / "results.md").write_text(table)
     print(table)
     return 0 if ok else 1
 

@@ -7,12 +7,52 @@ import numpy as np
 SYM_RTOL = 1e-10
 
 
+def _detached(name: str, value: object) -> object:
+    """A torch tensor as a plain (detached, CPU) numpy array; anything else unchanged."""
+    if hasattr(value, "detach") and hasattr(value, "requires_grad"):
+        try:
+            return value.detach().cpu().numpy()
+        except (TypeError, RuntimeError) as exc:
+            raise TypeError(f"{name} must be a real numeric tensor, got {value!r}") from exc
+    return value
+
+
+def _refuse_kind(name: str, value: object, what: str) -> None:
+    """Raise ``TypeError`` for bool, str/bytes and complex inputs (scalars or arrays)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be {what}, got the bool {value!r}")
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be {what}, got the string {value!r}")
+    if isinstance(value, (complex, np.complexfloating)):
+        raise TypeError(f"{name} must be {what} (real), got the complex {value!r}")
+
+
 def as_array(name: str, value: object, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:
-    """Return ``value`` as a finite float64 array, checking its number of axes."""
+    """Return ``value`` as a finite float64 array, checking its number of axes.
+
+    Refused with ``TypeError`` naming ``name``: ``None``, bools (or bool arrays),
+    strings, complex numbers (or complex arrays) and non-numeric objects.  Torch
+    tensors are detached (``requires_grad`` is dropped) and copied to the CPU.
+    """
     if value is None:
         raise TypeError(f"{name} must be an array, got None")
+    value = _detached(name, value)
+    _refuse_kind(name, value, "a real numeric array")
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real numeric array, got {type(value).__name__}") from exc
+    kind = raw.dtype.kind
+    if kind == "b":
+        raise TypeError(f"{name} must be a real numeric array, got a bool array")
+    if kind == "c":
+        raise TypeError(f"{name} must be a real numeric array, got a complex array (dtype {raw.dtype})")
+    if kind in "USV":
+        raise TypeError(f"{name} must be a real numeric array, got dtype {raw.dtype}")
+    if kind == "O" and any(isinstance(v, (bool, np.bool_, str, bytes, complex)) for v in raw.ravel()):
+        raise TypeError(f"{name} must be a real numeric array, got bool/str/complex entries")
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a real numeric array, got {type(value).__name__}") from exc
     if ndim is not None:
@@ -45,22 +85,28 @@ def check_symmetric(name: str, arr: np.ndarray) -> None:
 
 
 def positive(name: str, value: object) -> float:
-    """Return ``value`` as a float, requiring it to be finite and > 0."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a positive number, got {value!r}") from exc
+    """Return ``value`` as a float, requiring it to be finite and > 0 (bool, str, complex refused)."""
+    value = _detached(name, value)
+    _refuse_kind(name, value, "a positive number")
+    if isinstance(value, np.ndarray) and (value.ndim != 0 or value.dtype.kind not in "iuf"):
+        raise TypeError(f"{name} must be a positive number, got an array of shape {value.shape}, dtype {value.dtype}")
+    if not isinstance(value, (int, float, np.integer, np.floating, np.ndarray)):
+        raise TypeError(f"{name} must be a positive number, got {type(value).__name__} {value!r}")
+    v = float(value)
     if not np.isfinite(v) or v <= 0:
         raise ValueError(f"{name} must be finite and > 0, got {value!r}")
     return v
 
 
 def nonnegative(name: str, value: object) -> float:
-    """Return ``value`` as a float, requiring it to be finite and >= 0."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a non-negative number, got {value!r}") from exc
+    """Return ``value`` as a float, requiring it to be finite and >= 0 (bool, str, complex refused)."""
+    value = _detached(name, value)
+    _refuse_kind(name, value, "a non-negative number")
+    if isinstance(value, np.ndarray) and (value.ndim != 0 or value.dtype.kind not in "iuf"):
+        raise TypeError(f"{name} must be a non-negative number, got an array of shape {value.shape}, dtype {value.dtype}")
+    if not isinstance(value, (int, float, np.integer, np.floating, np.ndarray)):
+        raise TypeError(f"{name} must be a non-negative number, got {type(value).__name__} {value!r}")
+    v = float(value)
     if not np.isfinite(v) or v < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
     return v

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import as_array, check_shape, nonnegative, positive, width
-from .dynamics import NQF
+from .form import NQF
 
 __all__ = [
     "MomentumState",
@@ -89,7 +89,7 @@ class MomentumState:
     nu: np.ndarray
 
     def __post_init__(self) -> None:
-        M = np.asarray(self.M, dtype=np.float64)
+        M = as_array("M", self.M)
         if M.ndim != 2 or M.shape[0] != M.shape[1]:
             raise ValueError(f"M must be a square (p, p) matrix, got shape {M.shape}")
         p = M.shape[0]
@@ -111,7 +111,7 @@ class MomentumState:
         With ``Vel(0) = 0`` (PyTorch's default) ``(M(0), mu(0))`` fixes the
         whole trajectory.
         """
-        M = np.asarray(M, dtype=np.float64)
+        M = as_array("M", M)
         if M.ndim != 2 or M.shape[0] != M.shape[1]:
             raise ValueError(f"M must be a square (p, p) matrix, got shape {M.shape}")
         p = M.shape[0]
@@ -120,7 +120,7 @@ class MomentumState:
     @classmethod
     def from_W(cls, W: np.ndarray, Vel: np.ndarray) -> "MomentumState":
         """Moments of explicit weights ``W`` and velocity ``Vel`` (both p x d)."""
-        W = np.asarray(W, dtype=np.float64)
+        W = as_array("W", W)
         if W.ndim != 2:
             raise ValueError(f"W must have shape (p, d), got {W.shape}")
         Vel = _as_matrix("Vel", Vel, W.shape)
@@ -256,7 +256,7 @@ class AdamState:
     @classmethod
     def zeros_like(cls, W: np.ndarray) -> "AdamState":
         """Fresh state for weights ``W``."""
-        W = np.asarray(W, dtype=np.float64)
+        W = as_array("W", W)
         return cls(np.zeros_like(W), np.zeros_like(W), 0)
 
 

@@ -10,12 +10,10 @@ and loss drops follow power laws in the mode index,
 the excess loss in rescaled time ``tau = t/ln(1/eps)`` tends to the staircase
 ``E(tau) = sum_k V_k 1(tau < 1/r_k)`` (Eq. 168), whose envelope is
 ``tau^{-(alpha_1 - 1)/alpha_2}`` (Eq. 46/161).  This module holds the exponents
-(Eqs. 46, 49, 292), the staircase, a log-log slope fit, the data of Fig. 3 (right)
-and of the one-hot quadratic network (App. C, Eq. 299), and the Fourier MLP of
-Eq. 50 with its NQF (Eq. 296) and plain gradient-descent trainers.
-
-The Fourier MLP is written with an explicit output prefactor ``scale``: the paper's
-Eq. 50 has ``scale = 1/sqrt(P)``; ``scale = 1`` drops it (notes Sec. 5.3).
+(Eqs. 46, 49, 292, 295), the width exponent of the NTK drift (Prop. 9), the
+staircase, the log-log slope fitter, the data of Fig. 3 (right) and the one-hot
+quadratic network (App. C, Eq. 299).  The Fourier MLP of Eq. 50 lives in
+:mod:`nqf_lite.architectures.fourier`.
 
 ``excess_loss`` (Eq. 163) lives in :mod:`nqf_lite.solvable` and is re-exported here.
 """
@@ -25,7 +23,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from ._checks import as_array, check_shape, integer, nonnegative, positive
 from .solvable import excess_loss
@@ -34,6 +31,9 @@ __all__ = [
     "scaling_exponent",
     "samplewise_exponent",
     "effective_slope",
+    "effective_slope_at_time",
+    "ntk_drift_exponent",
+    "is_lazy",
     "excess_loss",
     "staircase_loss",
     "LogLogFit",
@@ -41,14 +41,6 @@ __all__ = [
     "PowerLawModes",
     "powerlaw_modes",
     "onehot_quadratic_gd",
-    "fourier_features",
-    "fourier_target",
-    "fourier_mlp",
-    "fourier_nqf",
-    "fourier_nqf_structure",
-    "fourier_modes",
-    "train_fourier",
-    "train_tanh_mlp",
 ]
 
 
@@ -76,57 +68,85 @@ def _diag(name: str, C: object, k: int) -> np.ndarray:
     return d
 
 
+def _rates(r: object, C: object) -> tuple[np.ndarray, np.ndarray]:
+    """``r`` and the self-competitions broadcast elementwise; a ``(K, K)`` ``C`` with a
+    ``(K,)`` ``r`` is read as a diagonal competition matrix."""
+    r = as_array("r", r)
+    C = as_array("C", C)
+    c = _diag("C", C, r.size) if (r.ndim == 1 and C.ndim == 2 and C.shape == (r.size, r.size)) else C
+    try:
+        return tuple(np.broadcast_arrays(r, c))
+    except ValueError as exc:
+        raise ValueError(f"r and C must broadcast together, got shapes {r.shape} and {C.shape}") from exc
+
+
 def _steps(name: str, value: object) -> int:
     return integer(name, value, minimum=1)
 
 
 # ----------------------------------------------------------------------------- exponents
-def scaling_exponent(alpha1: float, alpha2: float) -> float:
+def _exponents(alpha1: object, alpha2: object, low1: float, what1: str) -> tuple[np.ndarray, np.ndarray]:
+    a1 = as_array("alpha1", alpha1)
+    a2 = as_array("alpha2", alpha2)
+    if np.any(a1 <= low1):
+        raise ValueError(f"alpha1 must be > {low1:g} ({what1}), got {a1.min():g}")
+    if np.any(a2 <= 0):
+        raise ValueError(f"alpha2 must be > 0, got {a2.min():g}")
+    try:
+        return np.broadcast_arrays(a1, a2)
+    except ValueError as exc:
+        raise ValueError(f"alpha1 and alpha2 must broadcast together, got shapes {a1.shape}, {a2.shape}") from exc
+
+
+def scaling_exponent(alpha1: object, alpha2: object) -> np.ndarray:
     """Feature-wise loss exponent ``(alpha_1 - 1)/alpha_2`` (Eq. 46, Theorem 9 Eq. 161).
+
+    Arguments broadcast like numpy ufuncs (scalars in, scalar out).
 
     Parameters
     ----------
-    alpha1 : float
+    alpha1 : array_like
         Decay exponent of the loss drops, ``V_k ∝ k^{-alpha1}``; must exceed 1 so that
         the initial excess loss ``sum_k V_k`` is finite.
-    alpha2 : float
+    alpha2 : array_like
         Decay exponent of the growth rates, ``zeta_k ∝ k^{-alpha2}``, ``> 0``.
 
     Returns
     -------
-    float
+    float or ndarray
         The exponent ``a`` of ``E(tau) = Theta(tau^{-a})``.
     """
-    alpha1 = positive("alpha1", alpha1)
-    alpha2 = positive("alpha2", alpha2)
-    if alpha1 <= 1:
-        raise ValueError(f"alpha1 must be > 1 (finite initial loss sum_k k^-alpha1), got {alpha1}")
-    return (alpha1 - 1.0) / alpha2
+    a1, a2 = _exponents(alpha1, alpha2, 1.0, "finite initial loss sum_k k^-alpha1")
+    return ((a1 - 1.0) / a2)[()]
 
 
-def samplewise_exponent(gamma1: float, gamma2: float) -> float:
+def samplewise_exponent(gamma1: object, gamma2: object) -> np.ndarray:
     """Sample-wise loss exponent ``(2 gamma_1 - 1)/gamma_2`` (Eq. 49, Theorem 11 Eq. 187).
+
+    Arguments broadcast like numpy ufuncs.
 
     Parameters
     ----------
-    gamma1 : float
+    gamma1 : array_like
         Label decay ``y_n ∝ n^{-gamma1}``, ``> 1/2`` (finite ``sum_n y_n^2``).
-    gamma2 : float
+    gamma2 : array_like
         Rate decay ``zeta_n ∝ n^{-gamma2}``, ``> 0``.
 
     Returns
     -------
-    float
+    float or ndarray
     """
-    gamma1 = positive("gamma1", gamma1)
-    gamma2 = positive("gamma2", gamma2)
-    if gamma1 <= 0.5:
-        raise ValueError(f"gamma1 must be > 1/2 (finite sum_n y_n^2), got {gamma1}")
-    return (2.0 * gamma1 - 1.0) / gamma2
+    g1 = as_array("gamma1", gamma1)
+    g2 = as_array("gamma2", gamma2)
+    if np.any(g1 <= 0.5):
+        raise ValueError(f"gamma1 must be > 1/2 (finite sum_n y_n^2), got {g1.min():g}")
+    if np.any(g2 <= 0):
+        raise ValueError(f"gamma2 must be > 0, got {g2.min():g}")
+    return ((2.0 * g1 - 1.0) / g2)[()]
 
 
 def effective_slope(
-    alpha1: float, alpha2: float, r: object, C: object, eps: float, beta0: float = 0.0
+    alpha1: float, alpha2: float, r: object, C: object, eps: object, beta0: float = 0.0, k: object = None
 ) -> np.ndarray:
     """Finite-initialisation local exponent of mode k (App. C, Eqs. 290-292).
 
@@ -139,24 +159,29 @@ def effective_slope(
             {\\alpha_2 - (\\alpha_1 - \\alpha_2 - \\beta_0)/\\ln(z_k^\\infty/z_k(0))}.
 
     ``beta0 = 0`` (uniform init) is the paper's Eq. 292.  Theorem 9's aligned init
-    ``beta0 = alpha1 - alpha2`` removes the correction.
+    ``beta0 = alpha1 - alpha2`` removes the correction.  ``r``, ``C``, ``eps`` (and
+    ``k``) broadcast like numpy ufuncs (scalars in, scalar out).
 
     Parameters
     ----------
     alpha1, alpha2 : float
         Exponents of ``V_k`` and ``r_k`` (see :func:`scaling_exponent`).
-    r : array_like, shape (K,)
-        Growth rates of modes ``k = 1..K``, all ``> 0``.
-    C : array_like, shape (K,) or (K, K)
-        Diagonal competition matrix (or its diagonal), all ``C_kk > 0``.
-    eps : float
-        Initial abundance scale (M-units).
+    r : array_like
+        Growth rates, all ``> 0``.
+    C : array_like
+        Self-competitions ``C_kk > 0`` (broadcast with ``r``), or a diagonal ``(K, K)``
+        matrix when ``r`` has shape ``(K,)``.
+    eps : array_like
+        Initial abundance scale (M-units), ``> 0``.
     beta0 : float
         Exponent of the initial profile, ``z_k(0) = eps k^{-beta0}``.
+    k : array_like, optional
+        Mode indices ``>= 1`` (only used when ``beta0 != 0``); default ``1..K`` along
+        the last axis of ``r`` (``1`` for a scalar ``r``).
 
     Returns
     -------
-    ndarray, shape (K,)
+    float or ndarray
 
     Raises
     ------
@@ -165,20 +190,97 @@ def effective_slope(
         has no switch-on, or if ``t_k`` of Eq. 290 fails to increase with ``k``.
     """
     base = scaling_exponent(alpha1, alpha2)
-    r = _vector("r", r)
-    c = _diag("C", C, r.size)
-    eps = positive("eps", eps)
+    alpha1, alpha2 = float(alpha1), float(alpha2)
+    r, c = _rates(r, C)
+    eps = as_array("eps", eps)
     beta0 = nonnegative("beta0", beta0)
     if np.any(r <= 0) or np.any(c <= 0):
-        raise ValueError("effective_slope needs r_k > 0 and C_kk > 0 for every mode")
-    k = np.arange(1, r.size + 1, dtype=float)
-    log_ratio = np.log((r / c) / (eps * k**-beta0))
+        raise ValueError("effective_slope needs r_k > 0 and C_kk > 0 for every mode (r, C)")
+    if np.any(eps <= 0):
+        raise ValueError(f"eps must be > 0, got min {eps.min():.3g}")
+    if k is None:
+        k = np.arange(1, r.shape[-1] + 1, dtype=float) if r.ndim else np.ones(())
+    else:
+        k = as_array("k", k)
+        if np.any(k < 1):
+            raise ValueError(f"k must hold mode indices >= 1, got min {k.min():g}")
+    try:
+        r, c, eps, k = np.broadcast_arrays(r, c, eps, k)
+    except ValueError as exc:
+        raise ValueError(f"r, C, eps and k must broadcast together, got shapes {r.shape}, {c.shape}, "
+                         f"{eps.shape}, {k.shape}") from exc
+    log_ratio = np.log(r / c) - np.log(eps) + beta0 * np.log(k)
     if np.any(log_ratio <= 0):
-        raise ValueError("every mode must start below saturation, eps k^-beta0 < r_k/C_kk")
+        raise ValueError("eps too large: every mode must start below saturation, eps k^-beta0 < r_k/C_kk")
     denom = alpha2 - (alpha1 - alpha2 - beta0) / log_ratio
     if np.any(denom <= 0):
         raise ValueError("eps too large: t_k of Eq. 290 does not increase with k (d ln t/d ln k <= 0)")
-    return base * alpha2 / denom
+    return (base * alpha2 / denom)[()]
+
+
+def effective_slope_at_time(
+    t: object, alpha1: float, alpha2: float, eps: object, zeta1: float = 1.0, zinf1: float = 1.0
+) -> np.ndarray:
+    """Effective loss exponent as a function of time at finite initialisation (App. C, Eq. 295).
+
+    Derivation.  Take ``zeta_k = zeta1 k^{-alpha2}`` and ``z_k^inf = zeta_k/C_k =
+    zinf1 k^{alpha2 - alpha1}``.  Eliminating ``k`` gives ``z^inf = zinf1 (zeta/zeta1)^alpha``
+    with ``alpha = (alpha1 - alpha2)/alpha2``, so the switch-on time of Eq. 290,
+    ``zeta_k t = ln(1/eps) + ln z_k^inf``, reads (Eq. 293)
+
+    ``zeta t = ln(1/eps) + alpha ln zeta + C``,  ``C = ln zinf1 - alpha ln zeta1``.
+
+    To leading order ``zeta ~ ln(1/eps)/t``, hence ``ln zeta ~ ln ln(1/eps) - ln t`` and
+    (Eq. 294) ``zeta t ~ ln(1/eps) + alpha ln ln(1/eps) - alpha ln t + C``.  Eq. 292 has
+    ``ln(zeta_k/(C_k eps)) = zeta_k t`` in its denominator:
+    ``k_eff = (alpha1 - 1)/(alpha2 (1 - alpha/(zeta t))) ~ (alpha1 - 1)/alpha2 [1 + alpha/(zeta t)]``,
+    which with Eq. 294 is Eq. 295,
+
+    .. math::
+
+        k_\\mathrm{eff}(t) \\approx \\frac{\\alpha_1 - 1}{\\alpha_2}\\Big[1 +
+        \\frac{\\alpha}{\\ln(1/\\epsilon) + \\alpha\\ln\\ln(1/\\epsilon) + C - \\alpha \\ln t}\\Big].
+
+    It increases with ``t`` when ``alpha1 > alpha2`` (Fig. 3 right, Fig. 5) and tends to
+    Eq. 46 as ``eps -> 0``; the neglected terms are ``O((ln ln(1/eps)/ln(1/eps))^2)``
+    relative.  All array arguments broadcast like numpy ufuncs.
+
+    Parameters
+    ----------
+    t : array_like
+        Times ``> 0`` inside the power-law window.
+    alpha1, alpha2 : float
+        Exponents of ``V_k`` (``> 1``) and ``zeta_k`` (``> 0``).
+    eps : array_like
+        Initial scale, ``0 < eps < 1``.
+    zeta1, zinf1 : float
+        Growth rate and saturation value of the first mode (they fix ``C``).
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        If the bracket's denominator is ``<= 0`` (``t`` too large for the power-law window).
+    """
+    base = scaling_exponent(alpha1, alpha2)
+    alpha1, alpha2 = float(alpha1), float(alpha2)
+    t = as_array("t", t)
+    eps = as_array("eps", eps)
+    zeta1 = positive("zeta1", zeta1)
+    zinf1 = positive("zinf1", zinf1)
+    if np.any(t <= 0):
+        raise ValueError(f"t must be > 0, got min {t.min():g}")
+    if np.any((eps <= 0) | (eps >= 1)):
+        raise ValueError("eps must lie in (0, 1) so that ln ln(1/eps) exists")
+    alpha = (alpha1 - alpha2) / alpha2
+    L = -np.log(eps)
+    denom = L + alpha * np.log(L) + (np.log(zinf1) - alpha * np.log(zeta1)) - alpha * np.log(t)
+    if np.any(denom <= 0):
+        raise ValueError("t too large for Eq. 295: the switch-on product zeta t of Eq. 294 is <= 0")
+    return (base * (1.0 + alpha / denom))[()]
 
 
 def staircase_loss(tau: object, r: object, V: object) -> np.ndarray:
@@ -209,6 +311,56 @@ def staircase_loss(tau: object, r: object, V: object) -> np.ndarray:
     if np.any(V < 0):
         raise ValueError("V must be >= 0")
     return (tau[:, None] < 1.0 / r[None, :]).astype(float) @ V
+
+
+# ----------------------------------------------------------------------------- width scaling (Prop. 9)
+def ntk_drift_exponent(alpha_A: object, alpha_B: object) -> np.ndarray:
+    """Width exponent of the NTK's rate of change, ``d Theta/dt = O(d^{max(1 - alpha_B, -alpha_A)})`` (Prop. 9).
+
+    Derivation (App. B.6, Eqs. 250-251).  With ``g = Theta(d^{-1/2})``,
+    ``B = Theta(d^{-alpha_B})``, ``A = Theta(d^{-alpha_A})`` and ``mu, M = O(1)``, the NTK
+    is ``Theta = d u^T u + 2 u^T A mu + 2 mu^T A u + 4 Tr(A^2 M)`` with ``u = g + 2 B mu
+    = O(d^{-1/2})`` (Prop. 8).  Its derivative (Eq. 251) contains
+
+    * the ``alpha_B`` branch: ``2 d u^T u' = 4 d u^T B mu'`` with ``mu' ~ -d l' u``
+      (Eq. 250), i.e. ``-4 l' d^2 u^T B u = O(d^2 d^{-1} d^{-alpha_B}) = O(d^{1 - alpha_B})``;
+    * the ``alpha_A`` branch: ``4 u^T A mu' ~ -4 l' d u^T A u = O(d^{-alpha_A})``;
+
+    every other term is smaller.  Hence the exponent ``max(1 - alpha_B, -alpha_A)``: the
+    NTK is frozen as ``d -> infinity`` (lazy training) iff ``alpha_A > 0`` and
+    ``alpha_B > 1``, and moves at ``O(1)`` speed (feature learning) when ``alpha_A = 0``
+    or ``1/2 <= alpha_B <= 1``.  Arguments broadcast like numpy ufuncs.
+
+    Parameters
+    ----------
+    alpha_A : array_like
+        ``>= 0`` (outputs bounded at initialisation).
+    alpha_B : array_like
+        ``>= 1/2`` (gradients bounded at initialisation).
+
+    Returns
+    -------
+    float or ndarray
+    """
+    aA = as_array("alpha_A", alpha_A)
+    aB = as_array("alpha_B", alpha_B)
+    if np.any(aA < 0):
+        raise ValueError(f"alpha_A must be >= 0 (Prop. 9), got {aA.min():g}")
+    if np.any(aB < 0.5):
+        raise ValueError(f"alpha_B must be >= 1/2 (Prop. 9), got {aB.min():g}")
+    return np.maximum(1.0 - aB, -aA)[()]
+
+
+def is_lazy(alpha_A: object, alpha_B: object) -> np.ndarray:
+    """Lazy (constant-NTK) regime of Prop. 9: ``alpha_A > 0`` and ``alpha_B > 1``.
+
+    Equivalent to :func:`ntk_drift_exponent` ``< 0``; False is Prop. 9's feature learning.
+
+    Returns
+    -------
+    bool or ndarray of bool
+    """
+    return (np.asarray(ntk_drift_exponent(alpha_A, alpha_B)) < 0)[()]
 
 
 # ----------------------------------------------------------------------------- slope fit
@@ -317,7 +469,7 @@ def powerlaw_modes(m: int, alpha1: float, alpha2: float) -> PowerLawModes:
 
 
 def onehot_quadratic_gd(
-    a: object, y: object, W0: object, lr: float, n_steps: int, every: int = 1, progress: bool = True
+    a: object, y: object, W0: object, lr: float, n_steps: int, every: int = 1
 ) -> tuple[np.ndarray, np.ndarray]:
     """Full-batch GD on the one-hot quadratic network ``f(x) = x^T W W^T x`` (Eq. 299).
 
@@ -338,8 +490,6 @@ def onehot_quadratic_gd(
     n_steps : int
     every : int
         Record every ``every``-th step (steps ``0, every, 2 every, ... <= n_steps``).
-    progress : bool
-        Show a progress bar.
 
     Returns
     -------
@@ -361,285 +511,12 @@ def onehot_quadratic_gd(
     m = a.size
     steps = np.arange(0, n_steps + 1, every)
     z = np.empty((steps.size, m))
-    for s in tqdm(range(n_steps + 1), disable=not progress, desc="one-hot GD", mininterval=1.0):
+    for s in range(n_steps + 1):
         zs = np.einsum("nd,nd->n", W, W)
         if s % every == 0:
             z[s // every] = zs
         if s < n_steps:
             W -= lr * ((4.0 / m) * a * (a * zs - y))[:, None] * W
+    if not np.all(np.isfinite(z)):
+        raise ValueError(f"lr = {lr:g} is too large: gradient descent diverged (overflow)")
     return lr * steps, z
-
-
-# ----------------------------------------------------------------------------- Fourier MLP (Eq. 50)
-def fourier_features(M: int, P: int) -> tuple[np.ndarray, np.ndarray]:
-    """Grid and Fourier features of Eq. 50.
-
-    ``x_n = n/M`` (``n = 0..M-1``) and ``psi_k(x) = sqrt(2) cos(2 pi k x)``, ``k = 1..P``.
-    For ``P < M/2`` the features are orthonormal on the grid,
-    ``(1/M) sum_n psi_k(x_n) psi_j(x_n) = delta_kj``, and have zero mean.
-
-    Parameters
-    ----------
-    M : int
-        Grid size.
-    P : int
-        Number of features, ``1 <= P < M/2``.
-
-    Returns
-    -------
-    x : ndarray, shape (M,)
-    psi : ndarray, shape (M, P)
-    """
-    M = _steps("M", M)
-    P = _steps("P", P)
-    if 2 * P >= M:
-        raise ValueError(f"P must be < M/2 for orthonormal cosines on the grid, got P={P}, M={M}")
-    x = np.arange(M) / M
-    k = np.arange(1, P + 1)
-    return x, np.sqrt(2.0) * np.cos(2.0 * np.pi * np.outer(x, k))
-
-
-def fourier_target(psi: object, b: object, c: float = 1.0) -> np.ndarray:
-    """Target ``y(x_n) = c sum_k b_k psi_k(x_n)`` (Eq. 50's teacher, ``b_k = k^{-beta}``).
-
-    Parameters
-    ----------
-    psi : array_like, shape (M, P)
-    b : array_like, shape (P,)
-    c : float
-        Amplitude (the paper uses 1).
-
-    Returns
-    -------
-    ndarray, shape (M,)
-    """
-    psi = as_array("psi", psi, ndim=2)
-    b = _vector("b", b, psi.shape[1])
-    return positive("c", c) * psi @ b
-
-
-def _fourier_args(a: object, W: object, s: object, psi: object, scale: float):
-    psi = as_array("psi", psi, ndim=2)
-    P = psi.shape[1]
-    return (
-        _vector("a", a, P),
-        _vector("W", W, P),
-        _vector("s", s, P),
-        psi,
-        positive("scale", scale),
-    )
-
-
-def fourier_mlp(a: object, W: object, s: object, psi: object, scale: float = 1.0) -> np.ndarray:
-    """The Fourier MLP ``f(x_n) = scale sum_k W_k tanh(s_k a_k psi_k(x_n))`` (Eq. 50).
-
-    Parameters
-    ----------
-    a, W : array_like, shape (P,)
-        Input and output weights of the ``P`` units.
-    s : array_like, shape (P,)
-        Feature weights ``s_k = k^{-theta}``.
-    psi : array_like, shape (M, P)
-        Features on the grid (:func:`fourier_features`).
-    scale : float
-        Output prefactor: ``1/sqrt(P)`` in the paper, ``1`` without it.
-
-    Returns
-    -------
-    ndarray, shape (M,)
-    """
-    a, W, s, psi, scale = _fourier_args(a, W, s, psi, scale)
-    return scale * np.tanh(psi * (s * a)) @ W
-
-
-def fourier_nqf(a: object, W: object, s: object, psi: object, scale: float = 1.0) -> np.ndarray:
-    """NQF of the Fourier MLP, ``Tr[M A(x_n)] = scale sum_k s_k a_k W_k psi_k(x_n)`` (Eq. 296).
-
-    Same arguments as :func:`fourier_mlp`; equals ``Tr[w w^T A(x_n)]`` with the
-    block-diagonal ``A`` of :func:`fourier_nqf_structure` and
-    ``w = (a_1, W_1, ..., a_P, W_P)``.
-
-    Returns
-    -------
-    ndarray, shape (M,)
-    """
-    a, W, s, psi, scale = _fourier_args(a, W, s, psi, scale)
-    return scale * psi @ (s * a * W)
-
-
-def fourier_nqf_structure(s: object, psi: object, scale: float = 1.0) -> np.ndarray:
-    """Block-diagonal structure matrices of the Fourier MLP (Eq. 296).
-
-    ``A(x_n) = ⊕_k (scale s_k/2) [[0, psi_k(x_n)], [psi_k(x_n), 0]]`` on the parameters
-    ordered ``(a_1, W_1, a_2, W_2, ...)``.  The network is not permutation-symmetric
-    (each unit has its own feature), so it is a single "neuron" with ``p = 2P``.
-
-    Parameters
-    ----------
-    s : array_like, shape (P,)
-    psi : array_like, shape (M, P)
-    scale : float
-
-    Returns
-    -------
-    ndarray, shape (M, 2P, 2P)
-    """
-    psi = as_array("psi", psi, ndim=2)
-    M, P = psi.shape
-    s = _vector("s", s, P)
-    scale = positive("scale", scale)
-    A = np.zeros((M, 2 * P, 2 * P))
-    k = np.arange(P)
-    A[:, 2 * k, 2 * k + 1] = 0.5 * scale * s * psi
-    A[:, 2 * k + 1, 2 * k] = 0.5 * scale * s * psi
-    return A
-
-
-def fourier_modes(s: object, b: object, c: float = 1.0, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Growth rates and self-competition of the growing Fourier modes (Eq. 297, notes Sec. 5.1).
-
-    Mode ``k+`` is the eigenvector ``(a_k + W_k)/sqrt(2)`` of the k-th block of Eq. 296,
-    with eigenvalue ``lambda_{n,k} = scale s_k psi_k(x_n)/2``.  For the target
-    ``y = c sum_k b_k psi_k`` and orthonormal features, Eq. 37 gives
-
-    ``r_k = 4 c scale s_k b_k``, ``C_kk = 2 scale^2 s_k^2`` (so ``V_k = c^2 b_k^2``,
-    ``z_k^inf = 2 c b_k/(scale s_k)``).  The partner mode ``k-`` has rate ``-r_k``.
-
-    Parameters
-    ----------
-    s : array_like, shape (P,)
-        Feature weights.
-    b : array_like, shape (P,)
-        Target coefficients.
-    c, scale : float
-        Target amplitude and output prefactor.
-
-    Returns
-    -------
-    r : ndarray, shape (P,)
-    C : ndarray, shape (P,)
-        Diagonal of the competition matrix of the growing modes.
-    """
-    s = _vector("s", s)
-    b = _vector("b", b, s.size)
-    c = positive("c", c)
-    scale = positive("scale", scale)
-    return 4.0 * c * scale * s * b, 2.0 * scale**2 * s**2
-
-
-def train_fourier(
-    a0: object,
-    W0: object,
-    s: object,
-    psi: object,
-    y: object,
-    lr: float,
-    n_steps: int,
-    scale: float = 1.0,
-    model: str = "mlp",
-    progress: bool = True,
-) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """Full-batch GD on the Fourier MLP (Eq. 50) or its NQF (Eq. 296), loss ``(1/M) sum (f - y)^2``.
-
-    Gradients are written out by hand (``e_n = (2/M)(f_n - y_n)``):
-
-    * ``model="mlp"``: ``dL/dW_k = scale sum_n e_n tanh(u_kn)``,
-      ``dL/da_k = scale W_k s_k sum_n e_n (1 - tanh^2 u_kn) psi_kn``, ``u_kn = s_k a_k psi_kn``;
-    * ``model="nqf"``: ``dL/dW_k = scale s_k a_k sum_n e_n psi_kn`` and symmetrically for ``a_k``.
-
-    Parameters
-    ----------
-    a0, W0 : array_like, shape (P,)
-        Initial weights (the same for both models to compare them).
-    s : array_like, shape (P,)
-    psi : array_like, shape (M, P)
-    y : array_like, shape (M,)
-    lr : float
-        Learning rate; time is ``t = lr * step``.
-    n_steps : int
-    scale : float
-        Output prefactor (see :func:`fourier_mlp`).
-    model : {"mlp", "nqf"}
-    progress : bool
-        Show a progress bar.
-
-    Returns
-    -------
-    t : ndarray, shape (n_steps,)
-        ``lr * step`` for ``step = 0..n_steps-1``.
-    L : ndarray, shape (n_steps,)
-        Loss before each update.
-    (a, W) : tuple of ndarray
-        Final weights.
-    """
-    a, W, s, psi, scale = _fourier_args(a0, W0, s, psi, scale)
-    a, W = a.copy(), W.copy()
-    y = _vector("y", y, psi.shape[0])
-    lr = positive("lr", lr)
-    n_steps = _steps("n_steps", n_steps)
-    if model not in ("mlp", "nqf"):
-        raise ValueError(f"model must be 'mlp' or 'nqf', got {model!r}")
-    M = psi.shape[0]
-    psiT = np.ascontiguousarray(psi.T)
-    L = np.empty(n_steps)
-    for i in tqdm(range(n_steps), disable=not progress, desc=f"Fourier {model}", mininterval=1.0):
-        if model == "mlp":
-            h = np.tanh((s * a)[:, None] * psiT)
-            e = h.T @ W * scale - y
-            L[i] = e @ e / M
-            g = (2.0 * scale / M) * e
-            gW = h @ g
-            ga = W * s * (((1.0 - h * h) * psiT) @ g)
-        else:
-            e = psi @ (s * a * W) * scale - y
-            L[i] = e @ e / M
-            q = (2.0 * scale / M) * s * (psiT @ e)
-            ga, gW = q * W, q * a
-        a -= lr * ga
-        W -= lr * gW
-    return lr * np.arange(n_steps), L, (a, W)
-
-
-def train_tanh_mlp(
-    u0: object, v0: object, x: object, y: object, lr: float, n_steps: int, progress: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
-    """Full-batch GD on a plain bias-free tanh MLP on the raw input, ``f(x) = sum_i v_i tanh(u_i x)``.
-
-    The baseline of Fig. 5: its NQF is ``sum_i v_i u_i x`` (Prop. 1 with a scalar input),
-    a single linear feature ``x``, so only the linear part of the target can be learned
-    at small initialisation.
-
-    Parameters
-    ----------
-    u0, v0 : array_like, shape (H,)
-        Input and output weights of the ``H`` hidden units.
-    x, y : array_like, shape (M,)
-        Inputs and labels.
-    lr : float
-    n_steps : int
-    progress : bool
-
-    Returns
-    -------
-    t : ndarray, shape (n_steps,)
-    L : ndarray, shape (n_steps,)
-        Loss ``(1/M) sum (f - y)^2`` before each update.
-    """
-    u = _vector("u0", u0).copy()
-    v = _vector("v0", v0, u.size).copy()
-    x = _vector("x", x)
-    y = _vector("y", y, x.size)
-    lr = positive("lr", lr)
-    n_steps = _steps("n_steps", n_steps)
-    M = x.size
-    L = np.empty(n_steps)
-    for i in tqdm(range(n_steps), disable=not progress, desc="tanh MLP", mininterval=1.0):
-        h = np.tanh(np.outer(u, x))
-        e = v @ h - y
-        L[i] = e @ e / M
-        g = (2.0 / M) * e
-        gv = h @ g
-        gu = v * (((1.0 - h * h) * x) @ g)
-        u -= lr * gu
-        v -= lr * gv
-    return lr * np.arange(n_steps), L

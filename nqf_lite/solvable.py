@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from tqdm.auto import tqdm
 
 from ._checks import as_array, check_shape, check_symmetric, integer, positive
-from .dynamics import NQF
 
 __all__ = [
     "COMMUTE_RTOL",
@@ -44,6 +42,7 @@ __all__ = [
     "orthogonal_samples_xi",
     "orthogonal_samples_z",
     "isotropic_trajectory",
+    "isotropic_logistic",
     "projector_logistic",
     "saxe_logistic",
 ]
@@ -96,6 +95,28 @@ def _diag_of_C(C: object, k: int) -> np.ndarray:
     return d
 
 
+def _rates(r: object, C: object) -> tuple[np.ndarray, np.ndarray]:
+    """Growth rates and self-competitions broadcast elementwise (numpy conventions).
+
+    ``C`` is read as a full competition matrix (its diagonal is used, after checking
+    that it is diagonal) when ``r`` is 1-D with ``K`` entries and ``C`` has shape
+    ``(K, K)``; otherwise ``r`` and ``C`` broadcast against each other entry by entry.
+    """
+    r = as_array("r", r)
+    C = as_array("C", C)
+    if r.ndim == 1 and C.ndim == 2 and C.shape == (r.size, r.size):
+        c = _diag_of_C(C, r.size)
+    else:
+        c = C
+        if np.any(c < 0):
+            raise ValueError("C must be >= 0 (C_kk = (8/m) sum_n lambda_nk^2, Eq. 37)")
+    try:
+        r, c = np.broadcast_arrays(r, c)
+    except ValueError as exc:
+        raise ValueError(f"r and C must broadcast together, got shapes {r.shape} and {C.shape}") from exc
+    return r, c
+
+
 def _rC(r: object, C: object) -> tuple[np.ndarray, np.ndarray]:
     r = _vector("r", r)
     C = as_array("C", C, ndim=2)
@@ -123,6 +144,8 @@ def glv_coefficients(lam: object, y: object) -> tuple[np.ndarray, np.ndarray]:
     """
     lam = as_array("lam", lam, ndim=2)
     m = lam.shape[0]
+    if m == 0 or lam.shape[1] == 0:
+        raise ValueError(f"lam must hold at least one sample and one mode, got shape {lam.shape}")
     y = _vector("y", y, m)
     return (8.0 / m) * lam.T @ y, (8.0 / m) * lam.T @ lam
 
@@ -286,70 +309,89 @@ def saxe_logistic(t: object, tau: object, c: object, rho0: object) -> np.ndarray
 
 
 # ----------------------------------------------------------------------------- switch-on times
-def switch_on_time(r: object, C: object, eps: float) -> np.ndarray:
+def switch_on_time(r: object, C: object, eps: object) -> np.ndarray:
     """Leading-order half-saturation times ``t*_k = (1/r_k) ln(r_k/(C_kk eps))`` (Fig. 3, Eq. 158).
 
     This is Eq. 158 with ``rho = 1/2``, ``z_k(0) = eps`` and the ``O(eps)`` term dropped
     (the exact value is ``(1/r_k) ln(r_k/(C_kk eps) - 1)``, see :func:`switch_on_time_exact`).
+    Arguments broadcast like numpy ufuncs (scalars in, scalar out).
 
     Parameters
     ----------
-    r : array_like, shape (K,)
-    C : array_like, shape (K, K) or (K,)
-        Diagonal competition matrix or its diagonal.
-    eps : float
+    r : array_like
+        Growth rates.
+    C : array_like
+        Self-competitions ``C_kk`` (broadcast with ``r``), or the full ``(K, K)`` diagonal
+        competition matrix when ``r`` has shape ``(K,)``.
+    eps : array_like
         Initial abundance scale ``z_k(0) = eps > 0`` (M-units, quadratic in the weights).
 
     Returns
     -------
-    ndarray, shape (K,)
+    ndarray or float
         ``inf`` where ``r_k <= 0`` (the mode never switches on) or ``C_kk = 0``.
+
+    Raises
+    ------
+    ValueError
+        If a growing mode starts at or above saturation, ``eps >= r_k/C_kk``: it has no
+        switch-on and the formula would return a time <= 0.
     """
-    r = _vector("r", r)
-    c = _diag_of_C(C, r.size)
-    eps = positive("eps", eps)
-    out = np.full(r.size, np.inf)
+    r, c = _rates(r, C)
+    eps = as_array("eps", eps)
+    if np.any(eps <= 0):
+        raise ValueError(f"eps must be > 0, got min {eps.min():.3g}")
+    r, c, eps = np.broadcast_arrays(r, c, eps)
     ok = (r > 0) & (c > 0)
-    out[ok] = np.log(r[ok] / (c[ok] * eps)) / r[ok]
-    return out
+    ratio = np.divide(r, c * eps, out=np.full(r.shape, np.inf), where=ok)
+    if np.any(ok & (ratio <= 1)):
+        raise ValueError(
+            "eps must be below saturation, eps < r_k/C_kk, for every growing mode "
+            f"(min r_k/(C_kk eps) = {ratio[ok].min():.3g}); such a mode has no switch-on"
+        )
+    out = np.full(r.shape, np.inf)
+    out[ok] = np.log(ratio[ok]) / r[ok]
+    return out[()]
 
 
 def switch_on_time_exact(r: object, C: object, z0: object, rho: float = 0.5) -> np.ndarray:
-    """Exact time at which ``z_k = rho * z_k^inf`` under Eq. 39 (notes Sec. 4.2, Eq. 157).
+    """Exact time at which ``z_k = rho * z_k^inf`` under Eq. 39 (Eq. 157).
 
     ``t_k(rho) = (1/r_k) ln[(rho/(1-rho)) (z_k^inf - z_k(0))/z_k(0)]`` with
-    ``z_k^inf = r_k/C_kk``.
+    ``z_k^inf = r_k/C_kk``.  Arguments broadcast like numpy ufuncs.
 
     Parameters
     ----------
-    r : array_like, shape (K,)
-    C : array_like, shape (K, K) or (K,)
-    z0 : array_like, shape (K,)
+    r : array_like
+    C : array_like
+        As in :func:`switch_on_time`.
+    z0 : array_like
         ``z_k(0) > 0``.
     rho : float
         Saturation fraction in (0, 1); 1/2 is half saturation.
 
     Returns
     -------
-    ndarray, shape (K,)
+    ndarray or float
         ``inf`` where ``r_k <= 0`` or ``C_kk = 0``; ``0`` where ``z_k(0) >= rho z_k^inf``
         already.
     """
-    r = _vector("r", r)
-    c = _diag_of_C(C, r.size)
-    z0 = _z0(z0, r.size)
+    r, c = _rates(r, C)
+    z0 = as_array("z0", z0)
+    if np.any(z0 <= 0):
+        raise ValueError("z0 must be > 0: a mode with z_k(0) = 0 never grows")
     rho = positive("rho", rho)
     if rho >= 1:
         raise ValueError(f"rho must lie in (0, 1), got {rho}")
-    if np.any(z0 == 0):
-        raise ValueError("z0 must be > 0: a mode with z_k(0) = 0 never grows")
-    out = np.full(r.size, np.inf)
+    r, c, z0 = np.broadcast_arrays(r, c, z0)
+    out = np.full(r.shape, np.inf)
     ok = (r > 0) & (c > 0)
     zinf = r[ok] / c[ok]
     above = z0[ok] >= rho * zinf
-    arg = np.where(above, 1.0, (rho / (1 - rho)) * (zinf - z0[ok]) / z0[ok])
+    # ln of (rho/(1-rho)) (zinf/z0 - 1), formed in log space so z0 ~ 1e-300 cannot overflow
+    arg = np.where(above, 1.0, (rho / (1 - rho)) * (zinf / z0[ok] - 1.0))
     out[ok] = np.where(above, 0.0, np.log(arg) / r[ok])
-    return out
+    return out[()]
 
 
 def plateau_values(r: object, C: object) -> np.ndarray:
@@ -357,19 +399,18 @@ def plateau_values(r: object, C: object) -> np.ndarray:
 
     Parameters
     ----------
-    r : array_like, shape (K,)
-    C : array_like, shape (K, K) or (K,)
+    r : array_like
+    C : array_like
+        As in :func:`switch_on_time`.
 
     Returns
     -------
-    ndarray, shape (K,)
+    ndarray or float
     """
-    r = _vector("r", r)
-    c = _diag_of_C(C, r.size)
+    r, c = _rates(r, C)
     if np.any((c == 0) & (r != 0)):
         raise ValueError("C_kk = 0 with r_k != 0: the loss is unbounded below along mode k")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(r > 0, r**2 / (8.0 * np.where(c > 0, c, 1.0)), 0.0)
+    return np.where(r > 0, r**2 / (8.0 * np.where(c > 0, c, 1.0)), 0.0)[()]
 
 
 def excess_loss(z: object, r: object, C: object) -> np.ndarray:
@@ -379,19 +420,22 @@ def excess_loss(z: object, r: object, C: object) -> np.ndarray:
 
     Parameters
     ----------
-    z : array_like, shape (T, K)
+    z : array_like, shape (T, K) or (K,)
+        Abundances, ``>= 0``.
     r : array_like, shape (K,)
     C : array_like, shape (K, K) or (K,)
 
     Returns
     -------
-    ndarray, shape (T,)
+    ndarray, shape (T,), or float for a single state ``z`` of shape (K,)
     """
-    z = as_array("z", z, ndim=2)
-    r = _vector("r", r, z.shape[1])
+    z = as_array("z", z, ndim=(1, 2))
+    if np.any(z < 0):
+        raise ValueError(f"z must be >= 0 (abundances z_k = p_k^T M p_k of a PSD M), got min {z.min():.3g}")
+    r = _vector("r", r, z.shape[-1])
     c = _diag_of_C(C, r.size)
     zinf = np.where(r > 0, r / np.where(c > 0, c, 1.0), 0.0)
-    return (c * (z - zinf) ** 2).sum(axis=1) / 8.0
+    return ((c * (z - zinf) ** 2).sum(axis=-1) / 8.0)[()]
 
 
 def crossing_time(t: object, x: object, level: object, rising: bool = True) -> np.ndarray:
@@ -433,6 +477,30 @@ def crossing_time(t: object, x: object, level: object, rising: bool = True) -> n
 
 
 # ----------------------------------------------------------------------------- integrators
+def _psd_competition(C: np.ndarray) -> None:
+    """Raise unless ``C`` is symmetric positive semi-definite (a Gram matrix, Eq. 37).
+
+    A diagonal ``C`` needs ``C_kk >= 0``; otherwise a Cholesky factorisation of
+    ``C + tol I`` (``tol = 1e-10 max|C|``) must exist, which is cheaper than a spectrum.
+    """
+    check_symmetric("C", C)
+    diag = np.diag(C)
+    tol = 1e-10 * max(float(np.abs(C).max(initial=0.0)), 1e-300)
+    if not np.any(C - np.diag(diag)):
+        ok = bool(np.all(diag >= -tol))
+    else:
+        try:
+            np.linalg.cholesky(C + tol * np.eye(C.shape[0]))
+            ok = True
+        except np.linalg.LinAlgError:
+            ok = False
+    if not ok:
+        raise ValueError(
+            "C must be positive semi-definite (C = (8/m) lam^T lam, Eq. 37); "
+            "with such a C the abundances can blow up in finite time"
+        )
+
+
 def glv_integrate(
     t: object, r: object, C: object, z0: object, method: str = "auto", rtol: float = 1e-12
 ) -> np.ndarray:
@@ -446,6 +514,7 @@ def glv_integrate(
     t : array_like, shape (T,)
     r : array_like, shape (K,)
     C : array_like, shape (K, K)
+        Symmetric positive semi-definite competition matrix (Eq. 37).
     z0 : array_like, shape (K,), all > 0
     method : str
         ``"auto"``: exact logistic (:func:`feature_trajectory`) when ``C`` is diagonal,
@@ -464,6 +533,9 @@ def glv_integrate(
     if np.any(z0 == 0):
         raise ValueError("z0 must be > 0 (integration in ln z); drop modes with z_k(0) = 0")
     rtol = positive("rtol", rtol)
+    _psd_competition(C)
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a string, got {method!r}")
     if method == "auto":
         off = np.abs(C - np.diag(np.diag(C))).max(initial=0.0)
         if off <= DIAG_RTOL * max(np.abs(np.diag(C)).max(initial=0.0), 1e-300):
@@ -471,8 +543,13 @@ def glv_integrate(
         method = "DOP853"
     _nonempty(t)
     implicit = {"jac": lambda _s, u: -C * np.exp(u)[None, :]} if method in ("Radau", "BDF", "LSODA") else {}
+    diag = np.diag(C).copy()
+    if not np.any(C - np.diag(diag)):  # diagonal C: O(K) right-hand side instead of a K x K product
+        competition = lambda z: diag * z  # noqa: E731
+    else:
+        competition = lambda z: C @ z  # noqa: E731
     sol = solve_ivp(
-        lambda _s, u: r - C @ np.exp(np.minimum(u, 700.0)),  # clip trial steps only
+        lambda _s, u: r - competition(np.exp(np.minimum(u, 700.0))),  # clip trial steps only
         (0.0, float(t[-1])),
         np.log(z0),
         method=method,
@@ -514,6 +591,8 @@ def gd_discrete_glv(r: object, C: object, z0: object, lr: float, n_steps: int) -
     for s in range(n_steps):
         z = z * (1.0 + 0.5 * lr * (r - C @ z)) ** 2
         out[s + 1] = z
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"lr = {lr:g} is too large: the discrete GLV diverged (overflow)")
     return out
 
 
@@ -532,11 +611,12 @@ def _H(A: np.ndarray, y: np.ndarray, M: np.ndarray) -> np.ndarray:
 
 
 def gd_nqf(
-    A: object, y: object, W0: object, lr: float, n_steps: int, every: int = 1, progress: bool = False
+    A: object, y: object, W0: object, lr: float, n_steps: int, every: int = 1
 ) -> tuple[np.ndarray, np.ndarray]:
     """Full-batch GD on the weights of a ZGZ NQF: ``W <- W - lr H W`` (Eqs. 21, 27).
 
-    Each step is :meth:`nqf_lite.dynamics.NQF.gd_step` of ``NQF(A)``.
+    The arithmetic of :meth:`nqf_lite.form.NQF.gd_step` with ``g = B = 0``: the
+    inputs are validated once, then the loop runs plain numpy (no per-step checks).
 
     Parameters
     ----------
@@ -547,8 +627,6 @@ def gd_nqf(
     n_steps : int
     every : int
         Record every ``every``-th step.
-    progress : bool
-        Show a progress bar.
 
     Returns
     -------
@@ -556,6 +634,11 @@ def gd_nqf(
         GD times ``lr * step`` of the records.
     M : ndarray, shape (S, p, p)
         Recorded ``M = W W^T``.
+
+    Raises
+    ------
+    ValueError
+        On bad inputs, or if the iteration overflows (``lr`` too large).
     """
     A, y = _A_y(A, y)
     W = as_array("W0", W0, ndim=2).copy()
@@ -564,14 +647,20 @@ def gd_nqf(
     lr = positive("lr", lr)
     n_steps = integer("n_steps", n_steps, minimum=0)
     every = integer("every", every, minimum=1)
-    model = NQF(A)
+    m, p = A.shape[0], A.shape[1]
+    A2 = A.reshape(m, p * p)
+    scale = 4.0 / m
     steps = np.arange(0, n_steps + 1, every)
-    rec = np.empty((steps.size, W.shape[0], W.shape[0]))
+    rec = np.empty((steps.size, p, p))
     rec[0] = W @ W.T
-    for s in tqdm(range(1, n_steps + 1), disable=not progress, desc="GD"):
-        W = model.gd_step(W, y, lr)
+    for s in range(1, n_steps + 1):
+        M = W @ W.T
+        H = (scale * ((A2 @ M.ravel() - y) @ A2)).reshape(p, p)
+        W = W - lr * (H @ W)
         if s % every == 0:
             rec[s // every] = W @ W.T
+    if not np.all(np.isfinite(rec)):
+        raise ValueError(f"lr = {lr:g} is too large: gradient descent diverged (overflow)")
     return lr * steps, rec
 
 
@@ -831,3 +920,43 @@ def isotropic_trajectory(t: object, Y: object, c: float, M0: object) -> np.ndarr
     X = np.linalg.solve(np.swapaxes(I + 8 * c * Phi @ M0, 1, 2), np.swapaxes(E @ M0, 1, 2))
     out = np.swapaxes(X, 1, 2) @ E
     return 0.5 * (out + np.swapaxes(out, 1, 2))
+
+
+def isotropic_logistic(t: object, gamma: object, c: float, z0: object) -> np.ndarray:
+    """Eigenvalues of ``M(t)`` for isotropic samples, ``M(0)`` and ``Y`` commuting (Theorem 7, Eq. 42).
+
+    Derivation.  Let ``Y = Q diag(gamma) Q^T`` and ``M(0) = Q diag(z(0)) Q^T`` (simultaneously
+    diagonalisable).  In Eq. 41 every factor is then a function of ``Y`` or ``M(0)`` and
+    is diagonal in ``Q``: ``e^{Yt} -> e^{gamma_k t}`` and
+    ``Phi(t) -> phi_k = (e^{2 gamma_k t} - 1)/(2 gamma_k)`` (``= t`` if ``gamma_k = 0``),
+    so ``M(t) = Q diag(z(t)) Q^T`` with
+
+    .. math::
+
+        z_k(t) = \\frac{e^{2\\gamma_k t} z_k(0)}{1 + 8c\\,\\phi_k(t) z_k(0)}
+               = \\frac{\\gamma_k z_k(0)}{4c z_k(0) + (\\gamma_k - 4c z_k(0)) e^{-2\\gamma_k t}},
+
+    multiplying numerator and denominator by ``2 gamma_k e^{-2 gamma_k t}`` (Eq. 42), and
+    ``z_k(t) = z_k(0)/(1 + 8c z_k(0) t)`` for ``gamma_k = 0``.  Equivalently ``z_k`` solves
+    the logistic ``z_k' = z_k (2 gamma_k - 8c z_k)`` (the diagonal of Eq. 143), i.e.
+    :func:`feature_trajectory` with ``r = 2 gamma`` and ``C_kk = 8c``, which is how it is
+    evaluated (overflow-free for any sign of ``gamma_k``).
+
+    Parameters
+    ----------
+    t : array_like, shape (T,)
+        Non-negative, non-decreasing times.
+    gamma : array_like, shape (K,)
+        Eigenvalues of ``Y = (4/m) sum_n y_n A_n``.
+    c : float
+        Isotropy constant of Assumption 2 (Eq. 40), ``> 0``.
+    z0 : array_like, shape (K,)
+        Eigenvalues of ``M(0)`` on the same eigenvectors, ``>= 0``.
+
+    Returns
+    -------
+    ndarray, shape (T, K)
+    """
+    gamma = _vector("gamma", gamma)
+    c = positive("c", c)
+    return feature_trajectory(t, 2.0 * gamma, np.full(gamma.size, 8.0 * c), z0)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from nqf_lite.dynamics import NQF, realize_moments
+from nqf_lite import NQF, realize_moments
 from nqf_lite.momentum import (
     AdamState,
     MomentumState,
@@ -266,3 +266,22 @@ def test_bad_shapes_and_types(setup) -> None:
         adam_step(model, W, AdamState.zeros_like(W[:, :2]), y, 0.1)
     with pytest.raises(ValueError, match="eps"):
         adam_step(model, W, AdamState.zeros_like(W), y, 0.1, eps=0.0)
+
+
+@pytest.mark.parametrize("bad, name", [(True, "lr"), ("0.1", "lr"), (0.1 + 0j, "lr")])
+def test_heavy_ball_refuses_bool_str_complex_lr(bad, name):
+    rng = np.random.default_rng(0)
+    A = _sym(rng, 3, 2, 2)
+    model = NQF(A)
+    W = rng.standard_normal((2, 4))
+    with pytest.raises(TypeError, match=name):
+        heavy_ball_step(model, W, np.zeros_like(W), np.ones(3), bad, 0.5)
+
+
+def test_momentum_state_refuses_complex_moments():
+    with pytest.raises(TypeError, match=r"\bM\b"):
+        MomentumState.at_rest(np.eye(2) * (1 + 1j), np.zeros(2))
+    with pytest.raises(TypeError, match=r"\bW\b"):
+        AdamState.zeros_like(np.ones((2, 2), dtype=complex))
+    with pytest.raises(TypeError, match="beta"):
+        heavy_ball_step(NQF(np.ones((1, 1, 1))), np.ones((1, 1)), np.zeros((1, 1)), [1.0], 0.1, True)

@@ -386,3 +386,167 @@ def test_isotropic_rejects_bad_input():
         S.isotropic_trajectory([0, 1], np.eye(2), -1.0, np.eye(2))
     with pytest.raises(ValueError, match="symmetric"):
         S.isotropic_trajectory([0, 1], np.array([[0, 1.0], [0, 0]]), 1.0, np.eye(2))
+
+
+# ----------------------------------------------------------------------------- numpy conventions, refusals
+def test_switch_on_time_broadcasts_like_numpy():
+    # scalar in, scalar out: (1/r) ln(r/(C eps)) by hand
+    t = S.switch_on_time(0.5, 1.0, 1e-5)
+    assert np.ndim(t) == 0 and t == pytest.approx(np.log(0.5 / 1e-5) / 0.5, rel=1e-14)
+    r = np.array([[1.0, 0.5], [0.25, 2.0]])
+    eps = np.array([1e-6, 1e-3])
+    got = S.switch_on_time(r, 2.0, eps)
+    assert got.shape == (2, 2)
+    assert np.allclose(got, np.log(r / (2.0 * eps)) / r, rtol=1e-14)
+    # elementwise application equals the array call
+    each = [[S.switch_on_time(r[i, j], 2.0, eps[j]) for j in range(2)] for i in range(2)]
+    assert np.array_equal(got, np.array(each))
+    # switch_on_time_exact and plateau_values too
+    assert np.ndim(S.switch_on_time_exact(1.0, 2.0, 1e-4)) == 0
+    assert S.plateau_values(2.0, 0.5) == pytest.approx(4.0 / (8 * 0.5), rel=1e-15)
+
+
+def test_switch_on_time_refuses_eps_above_saturation():
+    # r/C = 0.5: eps = 0.6 starts above saturation (the formula would give t < 0)
+    with pytest.raises(ValueError, match="eps"):
+        S.switch_on_time([1.0, 0.5], [1.0, 1.0], 0.6)
+    with pytest.raises(ValueError, match="eps"):
+        S.switch_on_time(0.5, 1.0, 0.5)  # exactly at saturation: t = 0 is no switch-on
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: S.switch_on_time(True, 1.0, 1e-3), "r"),
+        (lambda: S.switch_on_time(1.0, "1.0", 1e-3), "C"),
+        (lambda: S.switch_on_time(1.0, 1.0, 1e-3 + 0j), "eps"),
+        (lambda: S.switch_on_time(np.array([1.0 + 1j]), 1.0, 1e-3), "r"),
+        (lambda: S.feature_trajectory([0, 1], [1.0], [1.0], np.array([1e-3 + 0j])), "z0"),
+        (lambda: S.gd_nqf(np.ones((1, 1, 1)), [1.0], [[0.1]], True, 3), "lr"),
+        (lambda: S.gd_nqf(np.ones((1, 1, 1)), [1.0], [[0.1]], "0.1", 3), "lr"),
+        (lambda: S.gd_discrete_glv([1.0], [[1.0]], [0.1], np.float64(0.1) + 0j, 3), "lr"),
+        (lambda: S.glv_integrate([0, 1], [1.0], [[1.0]], [0.1], rtol=True), "rtol"),
+        (lambda: S.isotropic_logistic([0, 1], [1.0], "0.5", [0.1]), "c"),
+        (lambda: S.glv_coefficients(np.array([[True, False]]), [1.0]), "lam"),
+    ],
+)
+def test_bool_str_complex_are_type_errors(call, name):
+    with pytest.raises(TypeError, match=rf"\b{name}\b"):
+        call()
+
+
+def test_torch_tensor_with_grad_is_detached():
+    torch = pytest.importorskip("torch")
+    r = torch.tensor([1.0, 0.5], dtype=torch.float64, requires_grad=True)
+    got = S.switch_on_time(r, [1.0, 1.0], 1e-4)
+    assert np.allclose(got, np.log(np.array([1.0, 0.5]) / 1e-4) / np.array([1.0, 0.5]), rtol=1e-14)
+
+
+def test_excess_loss_refuses_negative_abundances():
+    with pytest.raises(ValueError, match=r"\bz\b"):
+        S.excess_loss([[0.1, -0.2]], [1.0, 1.0], [1.0, 1.0])
+    # a single state gives a scalar: V_k (1 - z/zinf)^2 summed by hand
+    e = S.excess_loss([0.5, 0.0], [1.0, 2.0], [1.0, 1.0])
+    assert np.ndim(e) == 0 and e == pytest.approx(1 / 8 * 0.25 + 4 / 8, rel=1e-14)
+
+
+def test_glv_coefficients_without_samples():
+    with pytest.raises(ValueError, match="lam"):
+        S.glv_coefficients(np.zeros((0, 3)), np.zeros(0))
+
+
+def test_glv_integrate_checks_C():
+    t = [0.0, 1.0]
+    with pytest.raises(ValueError, match="C must be positive semi-definite"):
+        S.glv_integrate(t, [1.0, 1.0], [[1.0, 0.0], [0.0, -1.0]], [0.1, 0.1], method="DOP853")
+    with pytest.raises(ValueError, match="C must be positive semi-definite"):  # eigenvalues -1, 3
+        S.glv_integrate(t, [1.0, 1.0], [[1.0, 2.0], [2.0, 1.0]], [0.1, 0.1])
+    with pytest.raises(ValueError, match="C must be symmetric"):
+        S.glv_integrate(t, [1.0, 1.0], [[1.0, 0.5], [0.0, 1.0]], [0.1, 0.1])
+    with pytest.raises(TypeError, match="method"):
+        S.glv_integrate(t, [1.0, 1.0], [[1.0, 0.1], [0.1, 1.0]], [0.1, 0.1], method=3)
+
+
+def test_gd_nqf_diverging_lr_is_an_error():
+    A = np.ones((1, 1, 1))
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="lr"):
+        S.gd_nqf(A, [3.0], [[1.0]], 10.0, 200)
+
+
+# ----------------------------------------------------------------------------- speed path is exact
+def test_gd_nqf_equals_the_nqf_gd_step_recursion():
+    from nqf_lite import NQF
+
+    rng = np.random.default_rng(11)
+    B = rng.standard_normal((6, 4, 4))
+    A = 0.5 * (B + np.swapaxes(B, 1, 2))  # generic (non-commuting) structure
+    y = rng.standard_normal(6)
+    W0 = 0.1 * rng.standard_normal((4, 7))
+    lr, n = 0.02, 200
+    _, M = S.gd_nqf(A, y, W0, lr, n)
+    model, W = NQF(A), W0.copy()
+    for s in range(1, n + 1):
+        W = model.gd_step(W, y, lr)
+        assert np.max(np.abs(M[s] - W @ W.T)) <= 1e-12 * max(1.0, np.abs(M[s]).max())
+
+
+# ----------------------------------------------------------------------------- numerical range
+@pytest.mark.parametrize("eps", [1e-1, 1e-5, 1e-15, 1e-30])
+def test_glv_machinery_is_finite_and_exact_from_1e_1_to_1e_30(eps):
+    """Diagonal GLV over 1e5 GD steps: the discrete recursion, the exact logistic and the
+    log-space integrator stay finite and agree, down to eps = 1e-30."""
+    r = np.array([1.0, 0.5, 0.2, -0.3])
+    C = np.diag([1.0, 2.0, 0.5, 1.0])
+    z0 = np.full(4, eps)
+    lr, n = 1e-3, 100_000
+    zd = S.gd_discrete_glv(r, C, z0, lr, n)[::10_000]
+    t = lr * np.arange(0, n + 1, 10_000)
+    zt = S.feature_trajectory(t, r, C, z0)
+    zi = S.glv_integrate(t, r, C, z0, method="DOP853", rtol=1e-11)
+    for z in (zd, zt, zi):
+        assert np.all(np.isfinite(z)) and np.all(z >= 0)
+    grow = r > 0
+    # exact logistic vs log-space integration: relative 1e-8 on growing modes
+    assert np.allclose(zi[:, grow], zt[:, grow], rtol=1e-8, atol=0)
+    # GD with lr = 1e-3 vs gradient flow: O(lr) relative error per unit of (r t); here < 5 %
+    late = zt[-1, grow]
+    assert np.allclose(zd[-1, grow], late, rtol=5e-2)
+    # the decaying mode (r = -0.3, C = 1) is eps e^{rt}/(1 + eps (1 - e^{rt})/0.3): tiny, exact, never 0 or NaN
+    decay = eps * np.exp(-0.3 * t[-1]) / (1 + eps * (1 - np.exp(-0.3 * t[-1])) / 0.3)
+    assert zt[-1, 3] == pytest.approx(decay, rel=1e-12, abs=0)
+    assert zi[-1, 3] == pytest.approx(decay, rel=1e-8, abs=0)
+    # switch-on times are finite and positive (eps below saturation)
+    ts = S.switch_on_time_exact(r, C, z0)
+    assert np.all(np.isfinite(ts[grow])) and np.all(ts[grow] > 0)
+
+
+# ----------------------------------------------------------------------------- Theorem 7, Eq. 42
+def test_isotropic_logistic_eq42_against_eq41_and_an_ode():
+    """Eq. 42 by hand, Eq. 41 (matrix Riccati solution) and DOP853 on Eq. 143 agree."""
+    rng = np.random.default_rng(4)
+    p, c = 4, 0.3
+    Q = ortho_group.rvs(p, random_state=4)
+    gamma = np.array([1.2, 0.4, 0.0, -0.5])
+    z0 = np.array([1e-3, 2e-2, 0.1, 0.3])
+    Y = Q @ np.diag(gamma) @ Q.T
+    M0 = Q @ np.diag(z0) @ Q.T
+    t = np.linspace(0, 6, 13)
+    got = S.isotropic_logistic(t, gamma, c, z0)
+    # Eq. 42 written out (gamma != 0) and the gamma = 0 branch
+    by_hand = np.empty_like(got)
+    for k, g in enumerate(gamma):
+        if g != 0:
+            by_hand[:, k] = g * z0[k] / (4 * c * z0[k] + (g - 4 * c * z0[k]) * np.exp(-2 * g * t))
+        else:
+            by_hand[:, k] = z0[k] / (1 + 8 * c * z0[k] * t)
+    assert np.allclose(got, by_hand, rtol=1e-13, atol=0)
+    # Eq. 41: eigenvalues of the matrix solution in the basis Q
+    M41 = S.isotropic_trajectory(t, Y, c, M0)
+    assert np.allclose(np.einsum("ik,tij,jk->tk", Q, M41, Q), got, rtol=1e-10, atol=1e-14)
+    # M' = Y M + M Y - 8 c M^2 (Eq. 143) integrated numerically
+    sol = _ivp(lambda _s, v: (Y @ v.reshape(p, p) + v.reshape(p, p) @ Y - 8 * c * v.reshape(p, p) @ v.reshape(p, p)).ravel(),
+               t, M0.ravel())
+    Mn = sol.reshape(t.size, p, p)
+    assert np.allclose(np.einsum("ik,tij,jk->tk", Q, Mn, Q), got, rtol=1e-9, atol=1e-13)
+    # a wrong factor (4c instead of 8c in C) is detected
+    assert not np.allclose(S.feature_trajectory(t, 2 * gamma, np.full(p, 4 * c), z0), got, rtol=1e-3)
