@@ -20,6 +20,15 @@ from nqf_lite.deep import (
 F64 = torch.float64
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: one thread avoids OpenMP oversubscription on a shared machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def subspace_layer(p, k, n_in, n_out, seed, linear=True):
     """A general layer (C, g, B, A all nonzero) whose g, A, B live in a fixed random k-dim subspace of R^p.
 
@@ -167,7 +176,7 @@ def test_theorem14_different_widths_same_moments_same_outputs(sgd):
     Ws_b = realize_deep(Ms, mus, [9, 30, 17], rng=3)
     Ms_b, mus_b = deep_moments(Ws_b)
     assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(Ms + mus, Ms_b + mus_b))
-    steps = 60
+    steps = 40
     rng = np.random.default_rng(0)
     batches = [rng.choice(8, 3, replace=False) for _ in range(steps)] if sgd else None
     _, out_a = model.train(x, y, Ws_a, [0.05, 0.08, 0.03], steps, batches=batches)
@@ -195,8 +204,8 @@ def test_theorem14_general_equal_widths_different_weights():
     Ms, mus = deep_moments(Ws_a)
     Ws_b = realize_deep(Ms, mus, [5, 6, 4], rng=11)
     assert torch.max(torch.abs(Ws_a[0] - Ws_b[0])) > 1e-2
-    _, out_a = model.train(x, y, Ws_a, 0.05, 60)
-    _, out_b = model.train(x, y, Ws_b, 0.05, 60)
+    _, out_a = model.train(x, y, Ws_a, 0.05, 40)
+    _, out_b = model.train(x, y, Ws_b, 0.05, 40)
     assert torch.max(torch.abs(out_a - out_b)) < 1e-10
 
 
@@ -207,7 +216,7 @@ def test_closed_recursion_equals_explicit_training(sgd):
     widths = [3, 4, 2]
     Ws = weights(model, widths)
     Ms, mus = deep_moments(Ws)
-    steps = 60
+    steps = 40
     rng = np.random.default_rng(1)
     batches = [rng.choice(8, 4, replace=False) for _ in range(steps)] if sgd else None
     lrs = [0.05, 0.08, 0.03]
@@ -276,7 +285,7 @@ def test_theorem15_compressed_model_trains_identically(sgd):
     small, Ws_small, lrs_small = compress_deep(model, Ws, lrs, bases, rng=4)
     assert [W.shape[1] for W in Ws_small] == [Q.shape[1] + 1 for Q in bases]
     assert lrs_small == pytest.approx([a * d / (Q.shape[1] + 1) for a, d, Q in zip(lrs, widths, bases)])
-    steps = 80
+    steps = 50
     rng = np.random.default_rng(2)
     batches = [rng.choice(8, 4, replace=False) for _ in range(steps)] if sgd else None
     _, out = model.train(x, y, Ws, lrs, steps, batches=batches)
