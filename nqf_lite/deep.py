@@ -98,6 +98,15 @@ def _tensor(name: str, value: object, ndim_min: int = 0) -> torch.Tensor:
     return t
 
 
+def _param(name: str, value: object, ndim_min: int) -> torch.Tensor:
+    """A tensor that is being differentiated passes as it is (no copy); anything else is validated by ``_tensor``."""
+    if isinstance(value, torch.Tensor) and value.requires_grad:
+        if value.ndim < ndim_min:
+            raise ValueError(f"{name} must have at least {ndim_min} axes, got shape {tuple(value.shape)}")
+        return value
+    return _tensor(name, value, ndim_min)
+
+
 class Layer:
     """One NQF layer of Definition 2: ``D_in -> D_out`` with neurons in ``R^p``.
 
@@ -241,8 +250,7 @@ def deep_moments(Ws: Sequence[torch.Tensor]) -> tuple[list[torch.Tensor], list[t
     Ms : list of tensors (..., p_l, p_l)
     mus : list of tensors (..., p_l)
     """
-    Ws = [W if isinstance(W, torch.Tensor) and W.requires_grad else _tensor(f"Ws[{l}]", W, 2)
-          for l, W in enumerate(_list("Ws", Ws))]
+    Ws = [_param(f"Ws[{l}]", W, 2) for l, W in enumerate(_list("Ws", Ws))]
     return [W @ W.transpose(-1, -2) for W in Ws], [W.sum(-1) for W in Ws]
 
 
@@ -302,8 +310,7 @@ class DeepNQF:
                 raise ValueError(f"{name} must hold one entry per layer ({self.L}), got {len(seq)}")
         out_M, out_mu = [], []
         for l, layer in enumerate(self.layers):
-            M = Ms[l] if isinstance(Ms[l], torch.Tensor) and Ms[l].requires_grad else _tensor(f"Ms[{l}]", Ms[l], 2)
-            mu = mus[l] if isinstance(mus[l], torch.Tensor) and mus[l].requires_grad else _tensor(f"mus[{l}]", mus[l], 1)
+            M, mu = _param(f"Ms[{l}]", Ms[l], 2), _param(f"mus[{l}]", mus[l], 1)
             if tuple(M.shape[-2:]) != (layer.p, layer.p):
                 raise ValueError(f"Ms[{l}] must have shape (..., {layer.p}, {layer.p}), got {tuple(M.shape)}")
             if mu.shape[-1] != layer.p:
@@ -318,7 +325,7 @@ class DeepNQF:
             raise ValueError(f"Ws must hold one weight matrix per layer ({self.L}), got {len(Ws)}")
         out = []
         for l, (W, layer) in enumerate(zip(Ws, self.layers)):
-            W = W if isinstance(W, torch.Tensor) and W.requires_grad else _tensor(f"Ws[{l}]", W, 2)
+            W = _param(f"Ws[{l}]", W, 2)
             if W.shape[-2] != layer.p or W.shape[-1] < 1:
                 raise ValueError(f"Ws[{l}] must have shape (..., p={layer.p}, d) with d >= 1, got {tuple(W.shape)}")
             out.append(W)
@@ -489,7 +496,9 @@ class DeepNQF:
         for t, b in enumerate(batches):
             b = torch.as_tensor(np.asarray(b))
             if b.ndim != 1 or b.numel() == 0 or b.dtype not in (torch.int64, torch.int32):
-                raise ValueError(f"batches[{t}] must be a non-empty 1-D integer index array, got {b.dtype} {tuple(b.shape)}")
+                raise ValueError(
+                    f"batches[{t}] must be a non-empty 1-D integer index array, got {b.dtype} {tuple(b.shape)}"
+                )
             if b.min() < 0 or b.max() >= n:
                 raise ValueError(f"batches[{t}] indices must lie in [0, {n}), got [{int(b.min())}, {int(b.max())}]")
             out.append(b.long())
@@ -567,8 +576,8 @@ def structure_subspace(layer: Layer, h: object, rtol: float = 1e-10) -> torch.Te
     return U[:, s > rtol * s[0]]
 
 
-def compress_deep(model: DeepNQF, Ws: Sequence, lr: object, bases: Sequence, rng: np.random.Generator | int | None = None
-                  ) -> tuple[DeepNQF, list[torch.Tensor], list[float]]:
+def compress_deep(model: DeepNQF, Ws: Sequence, lr: object, bases: Sequence,
+                  rng: np.random.Generator | int | None = None) -> tuple[DeepNQF, list[torch.Tensor], list[float]]:
     """The compressed deep NQF of Theorem 15: widths ``k_l + 1`` and layer-wise rescaled learning rates.
 
     With ``V_l`` (p_l, k_l) an orthonormal basis of layer ``l``'s structure span

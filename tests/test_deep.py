@@ -8,7 +8,6 @@ from nqf_lite.deep import (
     DeepNQF,
     FunctionLayer,
     Layer,
-    LayerStructure,
     MLPLayer,
     ScaledLayer,
     compress_deep,
@@ -351,5 +350,8 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(FloatingPointError, match="lower the learning rate"):
         model.train(x, 1e3 * y, Ws, 1e3, 50)
     with pytest.raises(ValueError, match="structure_fn returned A of shape"):
-        bad = FunctionLayer(lambda h: (torch.zeros(h.shape[0], 1), None, None, torch.zeros(h.shape[0], 1, 2, 3)), 2, 4, 1)
+        def wrong_shape(h):
+            return torch.zeros(h.shape[0], 1), None, None, torch.zeros(h.shape[0], 1, 2, 3)
+
+        bad = FunctionLayer(wrong_shape, 2, 4, 1)
         DeepNQF([bad]).predict(x, [torch.eye(2, dtype=F64)], [torch.zeros(2, dtype=F64)])
