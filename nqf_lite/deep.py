@@ -1,0 +1,639 @@
+"""Deep NQFs: layers of neural quadratic forms stacked on each other (paper App. B.4).
+
+Definition 2 (Eq. 219).  An ``L``-layer NQF maps an input ``x = h^(0)`` through
+hidden representations ``h^(l) in R^{D_l}``,
+
+.. math::
+
+    h^{(l)}_k = C^{(l)}_k + g^{(l)\\top}_k\\mu^{(l)} + \\mu^{(l)\\top}B^{(l)}_k\\mu^{(l)}
+              + \\mathrm{Tr}[M^{(l)}A^{(l)}_k],\\qquad k = 1, \\dots, D_l,
+
+where the structure ``{C, g, B, A}^(l)`` depends on the previous output
+``h^(l-1)(x)`` only, and ``M^(l) = W^(l) W^(l)T`` (p_l x p_l), ``mu^(l) = W^(l) 1``
+are the order parameters of layer ``l``, whose ``d_l`` neurons are the columns of
+``W^(l)`` (p_l x d_l).  The output is ``f(x) = h^(L)(x)``.
+
+Closed dynamics by autograd on the order parameters.  Because the forward pass
+touches ``W^(l)`` only through ``(M^(l), mu^(l))``, the chain rule gives, for any
+loss ``L`` and ``G^(l) = dL/dM^(l)`` (``M`` treated as an unconstrained matrix),
+
+.. math::
+
+    \\nabla_{W^{(l)}}L = \\frac{\\partial L}{\\partial\\mu^{(l)}}\\mathbf 1^\\top
+                      + \\big(G^{(l)} + G^{(l)\\top}\\big)W^{(l)}
+                      = v^{(l)}\\mathbf 1^\\top + H^{(l)}W^{(l)}   \\quad\\text{(Eq. 230)},
+
+because ``d mu / d W = 1^T`` and ``dM = dW W^T + W dW^T``.  For the structure of
+Eq. 219 (``A``, ``B`` symmetric) ``dL/dmu = sum_x sum_k (dL/dh_k)(g_k + 2 B_k mu)``
+is Eq. 224 and ``G + G^T = sum_x sum_k 2 (dL/dh_k) A_k`` is Eq. 225.  So ``v^(l)``
+and ``H^(l)`` are the gradients of the loss with respect to ``mu^(l)`` and (the
+symmetrised) ``M^(l)``, both functions of the order parameters alone, and
+multiplying out ``W' = W - lr (v 1^T + H W)`` gives Eqs. 222-223
+(:meth:`DeepNQF.closed_step`), exactly as in the one-layer Theorem 2.
+
+Theorem 14: two deep NQFs with equal per-layer ``(M^(l), mu^(l))`` at ``t = 0``
+(whatever their widths ``d_l``) stay equal and predict the same at every step.
+Theorem 15: with ``V_l`` an orthonormal basis of the structure span of layer
+``l`` (Eq. 236), width ``d'_l = k_l + 1``, ``A~^(l) = (d'_l/d_l) A^(l)`` and layer
+learning rate ``lr~_l = (d_l/d'_l) lr_l`` train identically
+(:func:`compress_deep`).
+
+Loss: as in :mod:`nqf_lite.dynamics`, ``L = (1/|b|) sum_{n in b} sum_k (f_nk - y_nk)^2``
+(the mean over the batch, Eq. 26).  Everything is torch float64.  Leading batch
+axes ``...`` on the weights (and the matching ``x``, ``y``) train independent
+members at once: the loss is summed over them, so each member gets its own gradient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Callable, NamedTuple
+
+import numpy as np
+import torch
+
+from ._checks import integer, positive, width
+from .dynamics import realize_moments
+
+__all__ = [
+    "DeepNQF",
+    "FunctionLayer",
+    "Layer",
+    "LayerStructure",
+    "MLPLayer",
+    "ScaledLayer",
+    "compress_deep",
+    "deep_moments",
+    "realize_deep",
+    "structure_subspace",
+]
+
+DTYPE = torch.float64
+
+
+class LayerStructure(NamedTuple):
+    """The structure of one layer on ``n`` inputs (Eq. 219); ``g``, ``B`` are ``None`` when zero.
+
+    Shapes: ``C`` (..., n, D), ``g`` (..., n, D, p), ``B`` and ``A`` (..., n, D, p, p).
+    """
+
+    C: torch.Tensor
+    g: torch.Tensor | None
+    B: torch.Tensor | None
+    A: torch.Tensor
+
+
+def _tensor(name: str, value: object, ndim_min: int = 0) -> torch.Tensor:
+    """``value`` as a finite float64 tensor with at least ``ndim_min`` axes."""
+    if value is None:
+        raise TypeError(f"{name} must be an array or tensor, got None")
+    try:
+        t = value.to(DTYPE) if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real numeric array or tensor, got {type(value).__name__}") from exc
+    if t.ndim < ndim_min:
+        raise ValueError(f"{name} must have at least {ndim_min} axes, got shape {tuple(t.shape)}")
+    if not torch.all(torch.isfinite(t)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return t
+
+
+def _param(name: str, value: object, ndim_min: int) -> torch.Tensor:
+    """A tensor that is being differentiated passes as it is (no copy); anything else is validated by ``_tensor``."""
+    if isinstance(value, torch.Tensor) and value.requires_grad:
+        if value.ndim < ndim_min:
+            raise ValueError(f"{name} must have at least {ndim_min} axes, got shape {tuple(value.shape)}")
+        return value
+    return _tensor(name, value, ndim_min)
+
+
+class Layer:
+    """One NQF layer of Definition 2: ``D_in -> D_out`` with neurons in ``R^p``.
+
+    Subclasses implement :meth:`structure`; :meth:`forward` evaluates Eq. 219
+    from it and may be overridden by an equivalent faster formula.
+
+    Attributes
+    ----------
+    p : int
+        Dimension of one neuron.
+    n_in, n_out : int
+        ``D_{l-1}`` and ``D_l``.
+    """
+
+    p: int
+    n_in: int
+    n_out: int
+
+    def structure(self, h: torch.Tensor) -> LayerStructure:
+        """Structure ``(C, g, B, A)`` of Eq. 219 at previous outputs ``h`` (..., n, n_in)."""
+        raise NotImplementedError
+
+    def forward(self, h: torch.Tensor, M: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+        """Eq. 219: ``h^(l)`` (..., n, n_out) from ``h^(l-1)`` (..., n, n_in), ``M`` (..., p, p), ``mu`` (..., p)."""
+        C, g, B, A = self.structure(h)
+        out = C + torch.einsum("...nkij,...ij->...nk", A, M)
+        if g is not None:
+            out = out + torch.einsum("...nki,...i->...nk", g, mu)
+        if B is not None:
+            out = out + torch.einsum("...nkij,...i,...j->...nk", B, mu, mu)
+        return out
+
+
+class FunctionLayer(Layer):
+    """A layer given by a structure function (Definition 2 in full generality).
+
+    Parameters
+    ----------
+    structure_fn : callable
+        ``structure_fn(h) -> LayerStructure`` (or a 4-tuple ``(C, g, B, A)``) for
+        ``h`` of shape (..., n, n_in); ``g``, ``B`` may be ``None``.
+    p, n_in, n_out : int
+        Neuron dimension and the layer's input and output dimensions.
+    """
+
+    def __init__(self, structure_fn: Callable[[torch.Tensor], tuple], p: int, n_in: int, n_out: int) -> None:
+        if not callable(structure_fn):
+            raise TypeError(f"structure_fn must be callable, got {type(structure_fn).__name__}")
+        self._fn = structure_fn
+        self.p, self.n_in, self.n_out = integer("p", p), integer("n_in", n_in), integer("n_out", n_out)
+
+    def structure(self, h: torch.Tensor) -> LayerStructure:
+        C, g, B, A = self._fn(h)
+        lead = tuple(h.shape[:-1])
+        checks = (("C", C, lead + (self.n_out,)), ("g", g, lead + (self.n_out, self.p)),
+                  ("B", B, lead + (self.n_out, self.p, self.p)), ("A", A, lead + (self.n_out, self.p, self.p)))
+        for name, val, shape in checks:
+            if val is not None and tuple(val.shape) != shape:
+                raise ValueError(f"structure_fn returned {name} of shape {tuple(val.shape)}, expected {shape}")
+        return LayerStructure(C, g, B, A)
+
+
+class MLPLayer(Layer):
+    """A bias-free two-layer MLP block as an NQF layer (Prop. 1 with ``D`` outputs, App. B.2).
+
+    The block ``h_k = sum_i V_ki phi(u_i . a)`` with ``a = act(h_prev)`` has, to
+    leading order, ``h_k = phi'(0) sum_i V_ki u_i . a``: neuron ``w_i = (u_i, V_:i)``
+    in ``R^{n_in + n_out}``, ``C = g = B = 0`` and
+    ``A_k = (phi'(0)/2) [[0, a e_k^T], [e_k a^T, 0]]``.  Then
+    ``Tr[M A_k] = phi'(0) (a^T M_{uV})_k`` with ``M_{uV}`` the (n_in, n_out)
+    off-diagonal block of ``M``, which :meth:`forward` uses directly.
+
+    Parameters
+    ----------
+    n_in, n_out : int
+    act : callable, optional
+        Applied to the previous layer's output before the block (e.g.
+        ``torch.tanh`` between two blocks of a deep MLP); identity by default.
+    slope : float
+        ``phi'(0)`` of the block's own activation (1 for tanh).
+    """
+
+    def __init__(self, n_in: int, n_out: int, act: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                 slope: float = 1.0) -> None:
+        self.n_in, self.n_out = integer("n_in", n_in), integer("n_out", n_out)
+        self.p = self.n_in + self.n_out
+        if act is not None and not callable(act):
+            raise TypeError(f"act must be callable or None, got {type(act).__name__}")
+        self.act = act
+        try:
+            self.slope = float(slope)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"slope must be a number, got {slope!r}") from exc
+
+    def _a(self, h: torch.Tensor) -> torch.Tensor:
+        return h if self.act is None else self.act(h)
+
+    def structure(self, h: torch.Tensor) -> LayerStructure:
+        a = self._a(h)
+        lead = tuple(a.shape[:-1])
+        A = torch.zeros(lead + (self.n_out, self.p, self.p), dtype=a.dtype)
+        block = 0.5 * self.slope * torch.einsum("...i,kj->...kij", a, torch.eye(self.n_out, dtype=a.dtype))
+        A[..., : self.n_in, self.n_in :] = block
+        A[..., self.n_in :, : self.n_in] = block.transpose(-1, -2)
+        return LayerStructure(torch.zeros(lead + (self.n_out,), dtype=a.dtype), None, None, A)
+
+    def forward(self, h: torch.Tensor, M: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+        block = M[..., : self.n_in, self.n_in :]
+        return self.slope * self._a(h) @ block
+
+
+class ScaledLayer(Layer):
+    """``layer`` with ``A`` multiplied by ``factor`` (the ``A~ = (d'/d) A`` of Theorem 15).
+
+    Since ``Tr[M (c A)] = Tr[(c M) A]``, the forward pass is ``layer``'s at ``(c M, mu)``.
+    """
+
+    def __init__(self, layer: Layer, factor: float) -> None:
+        if not isinstance(layer, Layer):
+            raise TypeError(f"layer must be a Layer, got {type(layer).__name__}")
+        self.layer, self.factor = layer, positive("factor", factor)
+        self.p, self.n_in, self.n_out = layer.p, layer.n_in, layer.n_out
+
+    def structure(self, h: torch.Tensor) -> LayerStructure:
+        C, g, B, A = self.layer.structure(h)
+        return LayerStructure(C, g, B, self.factor * A)
+
+    def forward(self, h: torch.Tensor, M: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+        return self.layer.forward(h, self.factor * M, mu)
+
+
+def deep_moments(Ws: Sequence[torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Per-layer order parameters ``M^(l) = W W^T`` and ``mu^(l) = W 1`` (Definition 2).
+
+    Parameters
+    ----------
+    Ws : sequence of tensors, shapes (..., p_l, d_l)
+
+    Returns
+    -------
+    Ms : list of tensors (..., p_l, p_l)
+    mus : list of tensors (..., p_l)
+    """
+    Ws = [_param(f"Ws[{l}]", W, 2) for l, W in enumerate(_list("Ws", Ws))]
+    return [W @ W.transpose(-1, -2) for W in Ws], [W.sum(-1) for W in Ws]
+
+
+def _list(name: str, seq: object) -> list:
+    if isinstance(seq, (str, bytes, torch.Tensor, np.ndarray)) or not isinstance(seq, Sequence):
+        raise TypeError(f"{name} must be a list with one tensor per layer, got {type(seq).__name__}")
+    return list(seq)
+
+
+class DeepNQF:
+    """An ``L``-layer NQF (Definition 2, Eq. 219) with explicit and closed training (Thm 14).
+
+    Parameters
+    ----------
+    layers : sequence of Layer
+        ``layers[l].n_in`` must equal ``layers[l-1].n_out``.
+    """
+
+    def __init__(self, layers: Sequence[Layer]) -> None:
+        layers = _list("layers", layers)
+        if not layers:
+            raise ValueError("layers must hold at least one Layer, got none")
+        for l, layer in enumerate(layers):
+            if not isinstance(layer, Layer):
+                raise TypeError(f"layers[{l}] must be a Layer, got {type(layer).__name__}")
+            if l and layer.n_in != layers[l - 1].n_out:
+                raise ValueError(
+                    f"layers[{l}].n_in = {layer.n_in} does not match layers[{l - 1}].n_out = {layers[l - 1].n_out}"
+                )
+        self.layers = layers
+        self.L = len(layers)
+
+    def __repr__(self) -> str:
+        dims = " -> ".join([str(self.layers[0].n_in)] + [str(layer.n_out) for layer in self.layers])
+        return f"DeepNQF(L={self.L}, D: {dims}, p={[layer.p for layer in self.layers]})"
+
+    # -------------------------------------------------------------- validation
+    def _x(self, x: object) -> torch.Tensor:
+        x = _tensor("x", x, ndim_min=2)
+        if x.shape[-1] != self.layers[0].n_in:
+            raise ValueError(f"x must have shape (..., n, {self.layers[0].n_in}), got {tuple(x.shape)}")
+        return x
+
+    def _y(self, y: object, x: torch.Tensor) -> torch.Tensor:
+        y = _tensor("y", y)
+        want = tuple(x.shape[:-1]) + (self.layers[-1].n_out,)
+        if y.shape != want and y.shape == want[:-1] and want[-1] == 1:
+            y = y.unsqueeze(-1)
+        if tuple(y.shape) != want:
+            raise ValueError(f"y must have shape {want} (one target per input and output), got {tuple(y.shape)}")
+        return y
+
+    def _state(self, Ms: object, mus: object) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        Ms, mus = _list("Ms", Ms), _list("mus", mus)
+        for name, seq in (("Ms", Ms), ("mus", mus)):
+            if len(seq) != self.L:
+                raise ValueError(f"{name} must hold one entry per layer ({self.L}), got {len(seq)}")
+        out_M, out_mu = [], []
+        for l, layer in enumerate(self.layers):
+            M, mu = _param(f"Ms[{l}]", Ms[l], 2), _param(f"mus[{l}]", mus[l], 1)
+            if tuple(M.shape[-2:]) != (layer.p, layer.p):
+                raise ValueError(f"Ms[{l}] must have shape (..., {layer.p}, {layer.p}), got {tuple(M.shape)}")
+            if mu.shape[-1] != layer.p:
+                raise ValueError(f"mus[{l}] must have shape (..., {layer.p}), got {tuple(mu.shape)}")
+            out_M.append(M)
+            out_mu.append(mu)
+        return out_M, out_mu
+
+    def _Ws(self, Ws: object) -> list[torch.Tensor]:
+        Ws = _list("Ws", Ws)
+        if len(Ws) != self.L:
+            raise ValueError(f"Ws must hold one weight matrix per layer ({self.L}), got {len(Ws)}")
+        out = []
+        for l, (W, layer) in enumerate(zip(Ws, self.layers)):
+            W = _param(f"Ws[{l}]", W, 2)
+            if W.shape[-2] != layer.p or W.shape[-1] < 1:
+                raise ValueError(f"Ws[{l}] must have shape (..., p={layer.p}, d) with d >= 1, got {tuple(W.shape)}")
+            out.append(W)
+        return out
+
+    def _lrs(self, lr: object) -> list[float]:
+        if isinstance(lr, (Sequence, np.ndarray)) and not isinstance(lr, (str, bytes)):
+            if len(lr) != self.L:
+                raise ValueError(f"lr must be a number or one learning rate per layer ({self.L}), got {len(lr)}")
+            return [positive(f"lr[{l}]", v) for l, v in enumerate(lr)]
+        return [positive("lr", lr)] * self.L
+
+    # ----------------------------------------------------------------- forward
+    def hidden(self, x: object, Ms: object, mus: object) -> list[torch.Tensor]:
+        """All representations ``[h^(1), ..., h^(L)]`` (Eq. 219), each (..., n, D_l)."""
+        h = self._x(x)
+        Ms, mus = self._state(Ms, mus)
+        out = []
+        for layer, M, mu in zip(self.layers, Ms, mus):
+            h = layer.forward(h, M, mu)
+            out.append(h)
+        return out
+
+    def predict(self, x: object, Ms: object, mus: object) -> torch.Tensor:
+        """Output ``f(x) = h^(L)(x)`` (..., n, D_L) from the order parameters."""
+        return self.hidden(x, Ms, mus)[-1]
+
+    def predict_W(self, x: object, Ws: object) -> torch.Tensor:
+        """Output at weights ``Ws`` (list of (..., p_l, d_l))."""
+        return self.predict(x, *deep_moments(self._Ws(Ws)))
+
+    def loss(self, x: object, y: object, Ms: object, mus: object) -> torch.Tensor:
+        """Mean squared error summed over outputs, averaged over inputs and summed over leading axes (Eq. 26)."""
+        x = self._x(x)
+        r = self.predict(x, Ms, mus) - self._y(y, x)
+        return (r**2).sum() / x.shape[-2]
+
+    # --------------------------------------------------------------- gradients
+    def order_gradients(self, x: object, y: object, Ms: object, mus: object
+                        ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """``v^(l)`` (Eq. 224) and ``H^(l)`` (Eq. 225) of every layer, by autograd on ``(M, mu)``.
+
+        ``v^(l) = dL/dmu^(l)`` and ``H^(l) = G + G^T`` with ``G = dL/dM^(l)``; see the module docstring.
+
+        Returns
+        -------
+        vs : list of tensors (..., p_l)
+        Hs : list of tensors (..., p_l, p_l)
+        """
+        Ms, mus = self._state(Ms, mus)
+        Ms = [M.detach().requires_grad_(True) for M in Ms]
+        mus = [mu.detach().requires_grad_(True) for mu in mus]
+        grads = torch.autograd.grad(self.loss(x, y, Ms, mus), Ms + mus, allow_unused=True)
+        Gs = [torch.zeros_like(M) if G is None else G for G, M in zip(grads[: self.L], Ms)]
+        vs = [torch.zeros_like(mu) if v is None else v for v, mu in zip(grads[self.L :], mus)]
+        return vs, [G + G.transpose(-1, -2) for G in Gs]
+
+    def grad_W(self, x: object, y: object, Ws: object) -> list[torch.Tensor]:
+        """Explicit gradients ``dL/dW^(l)`` by autograd through the weights (Eq. 220)."""
+        Ws = [W.detach().requires_grad_(True) for W in self._Ws(Ws)]
+        return list(torch.autograd.grad(self.loss(x, y, *deep_moments(Ws)), Ws))
+
+    # ---------------------------------------------------------------- training
+    def gd_step(self, x: object, y: object, Ws: object, lr: object) -> list[torch.Tensor]:
+        """One explicit (S)GD step on every layer's weights, ``W^(l) -= lr_l dL/dW^(l)`` (Eq. 220).
+
+        ``lr`` is a number or one per layer (Theorem 15's layer-wise rates).
+        """
+        lrs = self._lrs(lr)
+        grads = self.grad_W(x, y, Ws)
+        return [_finite(W.detach() - a * G, a) for W, G, a in zip(self._Ws(Ws), grads, lrs)]
+
+    def closed_step(self, x: object, y: object, Ms: object, mus: object, widths: object, lr: object
+                    ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """One step of the closed per-layer dynamics of Theorem 14 (Eqs. 222-223).
+
+        .. math::
+
+            \\Delta\\mu = -\\eta(d\\,v + H\\mu),\\quad
+            \\Delta M = -\\eta(v\\mu^\\top + \\mu v^\\top + HM + MH)
+                      + \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top + HMH)
+
+        per layer, with ``v``, ``H`` of :meth:`order_gradients` and ``d = widths[l]``.
+
+        Parameters
+        ----------
+        x : (..., n, D_0); y : (..., n, D_L)
+        Ms, mus : lists of (..., p_l, p_l) and (..., p_l)
+        widths : sequence of int
+            ``d_l`` (numbers only: no weights are stored).
+        lr : float or sequence of floats
+        """
+        widths = self._widths(widths)
+        lrs = self._lrs(lr)
+        Ms, mus = self._state(Ms, mus)
+        vs, Hs = self.order_gradients(x, y, Ms, mus)
+        new_M, new_mu = [], []
+        for M, mu, v, H, d, a in zip(Ms, mus, vs, Hs, widths, lrs):
+            M, mu = M.detach(), mu.detach()
+            Hmu = (H @ mu.unsqueeze(-1)).squeeze(-1)
+            HM = H @ M
+            vmu = v.unsqueeze(-1) * mu.unsqueeze(-2)
+            vHmu = v.unsqueeze(-1) * Hmu.unsqueeze(-2)
+            M_new = (M - a * (vmu + vmu.transpose(-1, -2) + HM + HM.transpose(-1, -2))
+                     + a**2 * (d * v.unsqueeze(-1) * v.unsqueeze(-2) + vHmu + vHmu.transpose(-1, -2) + HM @ H))
+            new_M.append(_finite(0.5 * (M_new + M_new.transpose(-1, -2)), a))
+            new_mu.append(_finite(mu - a * (d * v + Hmu), a))
+        return new_M, new_mu
+
+    def train(self, x: object, y: object, Ws: object, lr: object, steps: int, batches: object = None
+              ) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """``steps`` explicit (S)GD steps (:meth:`gd_step`); outputs on all of ``x`` at every step.
+
+        Parameters
+        ----------
+        x, y : inputs (..., n, D_0) and targets (..., n, D_L)
+        Ws : list of (..., p_l, d_l)
+        lr : float or one per layer
+        steps : int >= 0
+        batches : sequence of ``steps`` index arrays into the ``n`` inputs, optional (full batch when None)
+
+        Returns
+        -------
+        Ws : list of tensors after the last step
+        outputs : tensor (steps + 1, ..., n, D_L)
+        """
+        x, y, steps, batches = self._schedule(x, y, steps, batches)
+        Ws = self._Ws(Ws)
+        outs = [self.predict_W(x, Ws).detach()]
+        for b in batches:
+            Ws = self.gd_step(x[..., b, :], y[..., b, :], Ws, lr)
+            outs.append(self.predict_W(x, Ws).detach())
+        return Ws, torch.stack(outs)
+
+    def train_closed(self, x: object, y: object, Ms: object, mus: object, widths: object, lr: object,
+                     steps: int, batches: object = None) -> tuple[tuple[list, list], torch.Tensor]:
+        """``steps`` steps of the closed recursion (:meth:`closed_step`); outputs at every step.
+
+        Returns
+        -------
+        (Ms, mus) after the last step, and outputs (steps + 1, ..., n, D_L).
+        """
+        x, y, steps, batches = self._schedule(x, y, steps, batches)
+        Ms, mus = self._state(Ms, mus)
+        outs = [self.predict(x, Ms, mus).detach()]
+        for b in batches:
+            Ms, mus = self.closed_step(x[..., b, :], y[..., b, :], Ms, mus, widths, lr)
+            outs.append(self.predict(x, Ms, mus).detach())
+        return (Ms, mus), torch.stack(outs)
+
+    def _widths(self, widths: object) -> list[int]:
+        widths = _list("widths", widths)
+        if len(widths) != self.L:
+            raise ValueError(f"widths must hold one width per layer ({self.L}), got {len(widths)}")
+        return [width(f"widths[{l}]", d) for l, d in enumerate(widths)]
+
+    def _schedule(self, x: object, y: object, steps: object, batches: object) -> tuple:
+        x = self._x(x)
+        y = self._y(y, x)
+        steps = integer("steps", steps, minimum=0)
+        n = x.shape[-2]
+        if batches is None:
+            return x, y, steps, [slice(None)] * steps
+        batches = _list("batches", batches)
+        if len(batches) != steps:
+            raise ValueError(f"batches must hold one index array per step ({steps}), got {len(batches)}")
+        out = []
+        for t, b in enumerate(batches):
+            b = torch.as_tensor(np.asarray(b))
+            if b.ndim != 1 or b.numel() == 0 or b.dtype not in (torch.int64, torch.int32):
+                raise ValueError(
+                    f"batches[{t}] must be a non-empty 1-D integer index array, got {b.dtype} {tuple(b.shape)}"
+                )
+            if b.min() < 0 or b.max() >= n:
+                raise ValueError(f"batches[{t}] indices must lie in [0, {n}), got [{int(b.min())}, {int(b.max())}]")
+            out.append(b.long())
+        return x, y, steps, out
+
+
+def _finite(X: torch.Tensor, lr: float) -> torch.Tensor:
+    """``X`` unchanged if it and its squared norm are finite (so ``W W^T`` cannot overflow); else raise."""
+    if not (torch.all(torch.isfinite(X)) and torch.isfinite((X.detach() ** 2).sum())):
+        raise FloatingPointError(f"training diverged (non-finite values) at lr = {lr:g}: lower the learning rate")
+    return X
+
+
+def realize_deep(Ms: Sequence, mus: Sequence, widths: Sequence[int], rng: np.random.Generator | int | None = None
+                 ) -> list[torch.Tensor]:
+    """Weights of widths ``d_l`` with the given per-layer ``(M^(l), mu^(l))`` (setup of Theorem 14).
+
+    Layer by layer :func:`nqf_lite.realize_moments` (``W W^T = M``, ``W 1 = mu``).
+
+    Parameters
+    ----------
+    Ms, mus : lists of (p_l, p_l) and (p_l,) arrays or tensors
+    widths : list of int
+    rng : numpy Generator or int, optional
+        Randomises the realisation (a fixed one when ``None``).
+
+    Returns
+    -------
+    list of tensors (p_l, d_l)
+    """
+    Ms, mus, widths = _list("Ms", Ms), _list("mus", mus), _list("widths", widths)
+    if not len(Ms) == len(mus) == len(widths):
+        raise ValueError(f"Ms, mus and widths must have one entry per layer, got {len(Ms)}, {len(mus)}, {len(widths)}")
+    gen = None if rng is None else np.random.default_rng(rng)
+    out = []
+    for l, (M, mu, d) in enumerate(zip(Ms, mus, widths)):
+        M = M.detach().numpy() if isinstance(M, torch.Tensor) else M
+        mu = mu.detach().numpy() if isinstance(mu, torch.Tensor) else mu
+        try:
+            W = realize_moments(M, mu, width(f"widths[{l}]", d), rng=gen)
+        except ValueError as exc:
+            raise ValueError(f"layer {l}: {exc}") from exc
+        out.append(torch.as_tensor(W, dtype=DTYPE))
+    return out
+
+
+def structure_subspace(layer: Layer, h: object, rtol: float = 1e-10) -> torch.Tensor:
+    """Orthonormal basis (p, k) of ``span{g_k(h), Col A_k(h), Col B_k(h)}`` over inputs ``h`` (Eq. 236).
+
+    Theorem 15 takes the span over the training inputs *and all training steps*:
+    pass the previous-layer outputs of every step, stacked along the first axis.
+
+    Parameters
+    ----------
+    layer : Layer
+    h : (n, n_in) previous-layer outputs
+    rtol : float
+        Singular values below ``rtol * largest`` count as zero.
+    """
+    if not isinstance(layer, Layer):
+        raise TypeError(f"layer must be a Layer, got {type(layer).__name__}")
+    h = _tensor("h", h, ndim_min=2)
+    if h.shape[-1] != layer.n_in:
+        raise ValueError(f"h must have shape (n, {layer.n_in}), got {tuple(h.shape)}")
+    _, g, B, A = layer.structure(h.reshape(-1, layer.n_in))
+    p = layer.p
+    cols = [A.reshape(-1, p, p).transpose(0, 1).reshape(p, -1)]
+    if g is not None:
+        cols.append(g.reshape(-1, p).T)
+    if B is not None:
+        cols.append(B.reshape(-1, p, p).transpose(0, 1).reshape(p, -1))
+    U, s, _ = torch.linalg.svd(torch.cat(cols, dim=1), full_matrices=False)
+    if s.numel() == 0 or s[0] == 0:
+        return torch.zeros(p, 0, dtype=DTYPE)
+    return U[:, s > rtol * s[0]]
+
+
+def compress_deep(model: DeepNQF, Ws: Sequence, lr: object, bases: Sequence,
+                  rng: np.random.Generator | int | None = None) -> tuple[DeepNQF, list[torch.Tensor], list[float]]:
+    """The compressed deep NQF of Theorem 15: widths ``k_l + 1`` and layer-wise rescaled learning rates.
+
+    With ``V_l`` (p_l, k_l) an orthonormal basis of layer ``l``'s structure span
+    (Eq. 236), ``P_l = V_l V_l^T``, ``d'_l = k_l + 1``: the small model has
+    ``A~^(l) = (d'_l/d_l) A^(l)`` (same ``C``, ``g``, ``B``), learning rates
+    ``lr~_l = (d_l/d'_l) lr_l`` and weights realising ``mu~ = P mu`` and
+    ``M~ = (d_l/d'_l) P M P``.  By induction over layers its representations
+    equal the original's on every input whose structure lies in the spans, and
+    by the one-layer argument of Theorem 3 applied per layer (``v~ = v``,
+    ``H~ = (d'/d) H``) they stay equal at every step.
+
+    Parameters
+    ----------
+    model : DeepNQF
+    Ws : list of (p_l, d_l) initial weights
+    lr : float or one per layer
+    bases : list of (p_l, k_l) orthonormal bases (e.g. from :func:`structure_subspace`)
+    rng : optional, randomises the realisation of the small weights
+
+    Returns
+    -------
+    small : DeepNQF
+    Ws_small : list of (p_l, k_l + 1)
+    lrs_small : list of float
+
+    Raises
+    ------
+    ValueError
+        If a basis has the wrong shape or is not orthonormal, or ``d_l <= k_l + 1``.
+    """
+    if not isinstance(model, DeepNQF):
+        raise TypeError(f"model must be a DeepNQF, got {type(model).__name__}")
+    Ws = model._Ws(Ws)
+    lrs = model._lrs(lr)
+    bases = _list("bases", bases)
+    if len(bases) != model.L:
+        raise ValueError(f"bases must hold one basis per layer ({model.L}), got {len(bases)}")
+    layers, Ms_small, mus_small, widths, lrs_small = [], [], [], [], []
+    for l, (layer, W, V, a) in enumerate(zip(model.layers, Ws, bases, lrs)):
+        V = _tensor(f"bases[{l}]", V, ndim_min=2)
+        if W.ndim != 2:
+            raise ValueError(f"Ws[{l}] must be a single (p, d) matrix for compression, got {tuple(W.shape)}")
+        if V.ndim != 2 or V.shape[0] != layer.p:
+            raise ValueError(f"bases[{l}] must have shape ({layer.p}, k), got {tuple(V.shape)}")
+        if not torch.allclose(V.T @ V, torch.eye(V.shape[1], dtype=DTYPE), atol=1e-10):
+            raise ValueError(f"bases[{l}] must have orthonormal columns")
+        d, d_small = W.shape[1], V.shape[1] + 1
+        if d <= d_small:
+            raise ValueError(f"layer {l}: width d = {d} is not larger than k + 1 = {d_small}: nothing to compress")
+        P = V @ V.T
+        W = W.detach()
+        M, mu = W @ W.T, W.sum(1)
+        Ms_small.append((d / d_small) * P @ M @ P)
+        mus_small.append(P @ mu)
+        widths.append(d_small)
+        layers.append(ScaledLayer(layer, d_small / d))
+        lrs_small.append(a * d / d_small)
+    Ms_small = [0.5 * (M + M.T) for M in Ms_small]
+    return DeepNQF(layers), realize_deep(Ms_small, mus_small, widths, rng=rng), lrs_small

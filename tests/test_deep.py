@@ -1,0 +1,357 @@
+"""Tests of nqf_lite.deep: Definition 2, Theorem 14 (closure) and Theorem 15 (compression) of App. B.4."""
+
+import numpy as np
+import pytest
+import torch
+
+from nqf_lite.deep import (
+    DeepNQF,
+    FunctionLayer,
+    Layer,
+    MLPLayer,
+    ScaledLayer,
+    compress_deep,
+    deep_moments,
+    realize_deep,
+    structure_subspace,
+)
+
+F64 = torch.float64
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: one thread avoids OpenMP oversubscription on a shared machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def subspace_layer(p, k, n_in, n_out, seed, linear=True):
+    """A general layer (C, g, B, A all nonzero) whose g, A, B live in a fixed random k-dim subspace of R^p.
+
+    The structure depends nonlinearly on the previous output h: A_k(h) = Q S_k(h) Q^T with
+    S_k(h) = sum_j tanh(r_j . h) S_kj, and similarly for B and g.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    Q = torch.linalg.qr(torch.randn(p, k, generator=gen, dtype=F64))[0]
+    R = torch.randn(3, n_in, generator=gen, dtype=F64) / np.sqrt(n_in)
+    SA = torch.randn(n_out, 3, k, k, generator=gen, dtype=F64)
+    SA = 0.5 * (SA + SA.transpose(-1, -2)) / k
+    SB = torch.randn(n_out, 3, k, k, generator=gen, dtype=F64)
+    SB = 0.05 * (SB + SB.transpose(-1, -2)) / k
+    G = 0.1 * torch.randn(n_out, 3, k, generator=gen, dtype=F64)
+    c = 0.1 * torch.randn(n_out, generator=gen, dtype=F64)
+
+    def fn(h):
+        z = torch.tanh(h @ R.T)  # (..., n, 3)
+        A = Q @ torch.einsum("...nj,kjab->...nkab", z, SA) @ Q.T
+        B = Q @ torch.einsum("...nj,kjab->...nkab", z, SB) @ Q.T if linear else None
+        g = torch.einsum("...nj,kja->...nka", z, G) @ Q.T if linear else None
+        C = torch.sin(z[..., :1]) * c
+        return C, g, B, A
+
+    return FunctionLayer(fn, p, n_in, n_out), Q
+
+
+def general_model(seed=0, linear=True):
+    """Three layers 4 -> 3 -> 2 -> 1 with neuron dims 7, 6, 5 and structure subspaces of dims 3, 2, 2."""
+    specs = [(7, 3, 4, 3), (6, 2, 3, 2), (5, 2, 2, 1)]
+    layers, bases = [], []
+    for l, (p, k, n_in, n_out) in enumerate(specs):
+        layer, Q = subspace_layer(p, k, n_in, n_out, seed + 10 * l, linear)
+        layers.append(layer)
+        bases.append(Q)
+    return DeepNQF(layers), bases
+
+
+def data(seed=0, n=6, n_in=4, n_out=1):
+    gen = torch.Generator().manual_seed(seed + 100)
+    return torch.randn(n, n_in, generator=gen, dtype=F64), torch.randn(n, n_out, generator=gen, dtype=F64)
+
+
+def weights(model, widths, scale=0.3, seed=0):
+    gen = torch.Generator().manual_seed(seed + 200)
+    return [scale * torch.randn(layer.p, d, generator=gen, dtype=F64) for layer, d in zip(model.layers, widths)]
+
+
+# ------------------------------------------------------------------ Definition 2 (Eq. 219)
+def test_mlp_layers_equal_the_linearised_deep_mlp():
+    # two MLP blocks: f = W4 W3 tanh(W2 W1 x), written out by hand with neurons w_i = (u_i, V_:i)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(5, 3, generator=gen, dtype=F64)
+    W1, W2 = torch.randn(4, 3, generator=gen, dtype=F64), torch.randn(2, 4, generator=gen, dtype=F64)
+    W3, W4 = torch.randn(6, 2, generator=gen, dtype=F64), torch.randn(1, 6, generator=gen, dtype=F64)
+    model = DeepNQF([MLPLayer(3, 2), MLPLayer(2, 1, act=torch.tanh)])
+    Ws = [torch.cat([W1.T, W2]), torch.cat([W3.T, W4])]
+    expected = torch.tanh(x @ W1.T @ W2.T) @ W3.T @ W4.T
+    assert torch.allclose(model.predict_W(x, Ws), expected, atol=1e-12)
+
+
+def test_mlp_fast_forward_equals_structure_trace():
+    layer = MLPLayer(3, 4, act=torch.tanh, slope=0.7)
+    gen = torch.Generator().manual_seed(2)
+    h = torch.randn(2, 5, 3, generator=gen, dtype=F64)
+    W = torch.randn(2, 7, 9, generator=gen, dtype=F64)
+    M, mu = W @ W.transpose(-1, -2), W.sum(-1)
+    C, g, B, A = layer.structure(h)
+    assert g is None and B is None and torch.all(C == 0)
+    assert torch.equal(A, A.transpose(-1, -2))
+    by_trace = torch.einsum("snkij,sij->snk", A, M)
+    assert torch.allclose(layer.forward(h, M, mu), by_trace, atol=1e-12)
+    assert torch.allclose(Layer.forward(layer, h, M, mu), by_trace, atol=1e-12)
+
+
+def test_scaled_layer_scales_only_A():
+    model, _ = general_model()
+    layer = model.layers[0]
+    x, _ = data()
+    M = torch.eye(7, dtype=F64)
+    mu = torch.linspace(-1, 1, 7, dtype=F64)
+    C, g, B, A = layer.structure(x)
+    direct = C + 0.25 * torch.einsum("nkij,ij->nk", A, M) + torch.einsum("nki,i->nk", g, mu) \
+        + torch.einsum("nkij,i,j->nk", B, mu, mu)
+    assert torch.allclose(ScaledLayer(layer, 0.25).forward(x, M, mu), direct, atol=1e-12)
+
+
+# ------------------------------------------------------------------ gradients: independent checks
+def test_explicit_gradient_matches_finite_differences():
+    model, _ = general_model()
+    x, y = data()
+    Ws = weights(model, [3, 4, 2])
+    grads = model.grad_W(x, y, Ws)
+    h = 1e-6
+    for l, (W, G) in enumerate(zip(Ws, grads)):
+        for i, j in [(0, 0), (W.shape[0] - 1, W.shape[1] - 1), (2, 1)]:
+            Wp = [w.clone() for w in Ws]
+            Wm = [w.clone() for w in Ws]
+            Wp[l][i, j] += h
+            Wm[l][i, j] -= h
+            fd = (model.loss(x, y, *deep_moments(Wp)) - model.loss(x, y, *deep_moments(Wm))) / (2 * h)
+            assert abs(float(fd) - float(G[i, j])) < 1e-7 * max(1.0, abs(float(fd))), (l, i, j)
+
+
+def test_order_gradients_match_finite_differences_and_eq230():
+    model, _ = general_model()
+    x, y = data()
+    Ws = weights(model, [3, 4, 2])
+    Ms, mus = deep_moments(Ws)
+    vs, Hs = model.order_gradients(x, y, Ms, mus)
+    h = 1e-6
+    gen = torch.Generator().manual_seed(5)
+    for l in range(model.L):
+        # v = dL/dmu (Eq. 224): finite difference along a random direction
+        e = torch.randn(model.layers[l].p, generator=gen, dtype=F64)
+        up = [m.clone() for m in mus]
+        dn = [m.clone() for m in mus]
+        up[l] += h * e
+        dn[l] -= h * e
+        fd = (model.loss(x, y, Ms, up) - model.loss(x, y, Ms, dn)) / (2 * h)
+        assert abs(float(fd) - float(vs[l] @ e)) < 1e-7
+        # H: for symmetric S, dL(M + eps S)/deps = Tr[H S]/2 (Eq. 225)
+        S = torch.randn(model.layers[l].p, model.layers[l].p, generator=gen, dtype=F64)
+        S = S + S.T
+        up = [m.clone() for m in Ms]
+        dn = [m.clone() for m in Ms]
+        up[l] += h * S
+        dn[l] -= h * S
+        fd = (model.loss(x, y, up, mus) - model.loss(x, y, dn, mus)) / (2 * h)
+        assert abs(float(fd) - 0.5 * float(torch.sum(Hs[l] * S))) < 1e-7
+        # Eq. 230: the explicit gradient factorises into v 1^T + H W
+    grads = model.grad_W(x, y, Ws)
+    for W, G, v, H in zip(Ws, grads, vs, Hs):
+        assert torch.allclose(G, v[:, None] + H @ W, atol=1e-12)
+
+
+# ------------------------------------------------------------------ Theorem 14
+@pytest.mark.parametrize("sgd", [False, True])
+def test_theorem14_different_widths_same_moments_same_outputs(sgd):
+    # ZGZ layers (g = B = 0, C != 0): the width drops out, so widths (3, 4, 2) and (9, 30, 17) agree
+    model, _ = general_model(linear=False)
+    x, y = data(n=8)
+    Ws_a = weights(model, [3, 4, 2])
+    Ms, mus = deep_moments(Ws_a)
+    Ws_b = realize_deep(Ms, mus, [9, 30, 17], rng=3)
+    Ms_b, mus_b = deep_moments(Ws_b)
+    assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(Ms + mus, Ms_b + mus_b))
+    steps = 40
+    rng = np.random.default_rng(0)
+    batches = [rng.choice(8, 3, replace=False) for _ in range(steps)] if sgd else None
+    _, out_a = model.train(x, y, Ws_a, [0.05, 0.08, 0.03], steps, batches=batches)
+    _, out_b = model.train(x, y, Ws_b, [0.05, 0.08, 0.03], steps, batches=batches)
+    assert torch.max(torch.abs(out_a[-1] - out_a[0])) > 1e-2  # it trains
+    assert torch.max(torch.abs(out_a - out_b)) < 1e-10
+
+
+def test_theorem14_width_enters_through_the_linear_part():
+    # with g, B != 0 the term d v of Eq. 222 makes different widths part ways
+    model, _ = general_model()
+    x, y = data(n=8)
+    Ws_a = weights(model, [3, 4, 2])
+    Ws_b = realize_deep(*deep_moments(Ws_a), [9, 30, 17], rng=3)
+    _, out_a = model.train(x, y, Ws_a, 0.05, 30)
+    _, out_b = model.train(x, y, Ws_b, 0.05, 30)
+    assert torch.max(torch.abs(out_a - out_b)) > 1e-4
+
+
+def test_theorem14_general_equal_widths_different_weights():
+    # g, B != 0: the width appears in d v; two different weight sets with equal moments and widths agree
+    model, _ = general_model()
+    x, y = data(n=8)
+    Ws_a = weights(model, [5, 6, 4])
+    Ms, mus = deep_moments(Ws_a)
+    Ws_b = realize_deep(Ms, mus, [5, 6, 4], rng=11)
+    assert torch.max(torch.abs(Ws_a[0] - Ws_b[0])) > 1e-2
+    _, out_a = model.train(x, y, Ws_a, 0.05, 40)
+    _, out_b = model.train(x, y, Ws_b, 0.05, 40)
+    assert torch.max(torch.abs(out_a - out_b)) < 1e-10
+
+
+@pytest.mark.parametrize("sgd", [False, True])
+def test_closed_recursion_equals_explicit_training(sgd):
+    model, _ = general_model()
+    x, y = data(n=8)
+    widths = [3, 4, 2]
+    Ws = weights(model, widths)
+    Ms, mus = deep_moments(Ws)
+    steps = 40
+    rng = np.random.default_rng(1)
+    batches = [rng.choice(8, 4, replace=False) for _ in range(steps)] if sgd else None
+    lrs = [0.05, 0.08, 0.03]
+    Ws_t, out = model.train(x, y, Ws, lrs, steps, batches=batches)
+    (Ms_t, mus_t), out_c = model.train_closed(x, y, Ms, mus, widths, lrs, steps, batches=batches)
+    assert torch.max(torch.abs(out[-1] - out[0])) > 1e-2
+    assert torch.max(torch.abs(out - out_c)) < 1e-10
+    Ms_e, mus_e = deep_moments(Ws_t)
+    for a, b in zip(Ms_e + mus_e, Ms_t + mus_t):
+        assert torch.max(torch.abs(a - b)) < 1e-10
+
+
+def test_closed_step_first_order_matches_eq222_by_hand():
+    # one closed step of a single MLP layer against Eq. 222-223 written with v = 0 and H from Eq. 225
+    layer = MLPLayer(2, 1)
+    model = DeepNQF([layer])
+    x = torch.tensor([[1.0, 2.0], [0.5, -1.0]], dtype=F64)
+    y = torch.tensor([[1.0], [0.0]], dtype=F64)
+    W = torch.tensor([[0.1, 0.2], [0.3, -0.1], [0.2, 0.4]], dtype=F64)
+    M, mu = W @ W.T, W.sum(1)
+    f = x @ M[:2, 2:]  # (2, 1)
+    lp = 2 * (f - y) / 2  # dL/df
+    H = torch.zeros(3, 3, dtype=F64)
+    for n in range(2):
+        A = torch.zeros(3, 3, dtype=F64)
+        A[:2, 2] = A[2, :2] = 0.5 * x[n]
+        H += 2 * lp[n, 0] * A
+    eta = 0.1
+    M_hand = M - eta * (H @ M + M @ H) + eta**2 * H @ M @ H
+    (Ms, mus) = model.closed_step(x, y, [M], [mu], [2], eta)
+    assert torch.allclose(Ms[0], M_hand, atol=1e-14)
+    assert torch.allclose(mus[0], mu - eta * H @ mu, atol=1e-14)
+
+
+def test_batched_members_train_independently():
+    model, _ = general_model()
+    x, y = data(n=8)
+    Ws1, Ws2 = weights(model, [3, 4, 2], seed=0), weights(model, [3, 4, 2], seed=1)
+    stacked = [torch.stack([a, b]) for a, b in zip(Ws1, Ws2)]
+    _, out = model.train(x.expand(2, -1, -1), y.expand(2, -1, -1), stacked, 0.05, 20)
+    _, out1 = model.train(x, y, Ws1, 0.05, 20)
+    _, out2 = model.train(x, y, Ws2, 0.05, 20)
+    assert torch.max(torch.abs(out[:, 0] - out1)) < 1e-12
+    assert torch.max(torch.abs(out[:, 1] - out2)) < 1e-12
+
+
+# ------------------------------------------------------------------ Theorem 15
+def test_structure_subspace_finds_the_planted_subspace():
+    model, bases = general_model()
+    x, _ = data(n=8)
+    hs = model.hidden(x, *deep_moments(weights(model, [3, 4, 2])))
+    inputs = [x] + hs[:-1]
+    for layer, h, Q in zip(model.layers, inputs, bases):
+        V = structure_subspace(layer, h)
+        assert V.shape == Q.shape
+        assert torch.allclose(V @ V.T, Q @ Q.T, atol=1e-10)
+
+
+@pytest.mark.parametrize("sgd", [False, True])
+def test_theorem15_compressed_model_trains_identically(sgd):
+    model, bases = general_model()
+    x, y = data(n=8)
+    widths = [12, 10, 9]
+    Ws = weights(model, widths, scale=0.15)
+    lrs = [0.04, 0.05, 0.03]
+    small, Ws_small, lrs_small = compress_deep(model, Ws, lrs, bases, rng=4)
+    assert [W.shape[1] for W in Ws_small] == [Q.shape[1] + 1 for Q in bases]
+    assert lrs_small == pytest.approx([a * d / (Q.shape[1] + 1) for a, d, Q in zip(lrs, widths, bases)])
+    steps = 50
+    rng = np.random.default_rng(2)
+    batches = [rng.choice(8, 4, replace=False) for _ in range(steps)] if sgd else None
+    _, out = model.train(x, y, Ws, lrs, steps, batches=batches)
+    _, out_small = small.train(x, y, Ws_small, lrs_small, steps, batches=batches)
+    assert torch.max(torch.abs(out[-1] - out[0])) > 1e-2
+    assert torch.max(torch.abs(out - out_small)) < 1e-10
+
+
+def test_theorem15_needs_the_rescaled_learning_rate():
+    model, bases = general_model()
+    x, y = data(n=8)
+    Ws = weights(model, [12, 10, 9], scale=0.15)
+    small, Ws_small, _ = compress_deep(model, Ws, 0.04, bases)
+    _, out = model.train(x, y, Ws, 0.04, 40)
+    _, out_small = small.train(x, y, Ws_small, 0.04, 40)  # forgot lr~ = (d/d') lr
+    assert torch.max(torch.abs(out - out_small)) > 1e-4
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_inputs_raise_clear_errors():
+    model, bases = general_model()
+    x, y = data()
+    Ws = weights(model, [3, 4, 2])
+    Ms, mus = deep_moments(Ws)
+    with pytest.raises(ValueError, match="x must have shape"):
+        model.predict(torch.zeros(5, 3, dtype=F64), Ms, mus)
+    with pytest.raises(ValueError, match="y must have shape"):
+        model.loss(x, torch.zeros(6, 2, dtype=F64), Ms, mus)
+    with pytest.raises(ValueError, match="Ws must hold one weight matrix per layer"):
+        model.train(x, y, Ws[:2], 0.1, 3)
+    with pytest.raises(ValueError, match=r"Ws\[1\] must have shape"):
+        model.predict_W(x, [Ws[0], Ws[2], Ws[2]])
+    with pytest.raises(TypeError, match="Ws must be a list"):
+        model.predict_W(x, Ws[0])
+    with pytest.raises(ValueError, match="lr must be finite and > 0"):
+        model.gd_step(x, y, Ws, -0.1)
+    with pytest.raises(ValueError, match="lr must be a number or one learning rate per layer"):
+        model.gd_step(x, y, Ws, [0.1, 0.1])
+    with pytest.raises(ValueError, match="widths must hold one width per layer"):
+        model.closed_step(x, y, Ms, mus, [3, 4], 0.1)
+    with pytest.raises(ValueError, match=r"widths\[0\] must be >= 1"):
+        model.closed_step(x, y, Ms, mus, [0, 4, 2], 0.1)
+    with pytest.raises(TypeError, match="steps must be a non-negative integer"):
+        model.train(x, y, Ws, 0.1, 2.5)
+    with pytest.raises(ValueError, match=r"batches\[1\] indices must lie in"):
+        model.train(x, y, Ws, 0.1, 2, batches=[[0, 1], [0, 9]])
+    with pytest.raises(ValueError, match="contains NaN"):
+        model.predict(x * float("nan"), Ms, mus)
+    with pytest.raises(ValueError, match=r"Ms\[2\] must have shape"):
+        model.predict(x, [Ms[0], Ms[1], Ms[0]], mus)
+    with pytest.raises(ValueError, match=r"layers\[1\].n_in = 3 does not match"):
+        DeepNQF([MLPLayer(2, 4), MLPLayer(3, 1)])
+    with pytest.raises(TypeError, match=r"layers\[0\] must be a Layer"):
+        DeepNQF(["not a layer"])
+    with pytest.raises(ValueError, match="layers must hold at least one Layer"):
+        DeepNQF([])
+    with pytest.raises(ValueError, match=r"bases\[0\] must have orthonormal columns"):
+        compress_deep(model, weights(model, [12, 10, 9]), 0.1, [2 * bases[0]] + bases[1:])
+    with pytest.raises(ValueError, match="layer 0: width d = 3 is not larger than k"):
+        compress_deep(model, Ws, 0.1, bases)
+    with pytest.raises(ValueError, match="layer 0: M - mu mu"):
+        realize_deep([torch.eye(7, dtype=F64)] + Ms[1:], mus, [2, 4, 2])
+    with pytest.raises(FloatingPointError, match="lower the learning rate"):
+        model.train(x, 1e3 * y, Ws, 1e3, 50)
+    with pytest.raises(ValueError, match="structure_fn returned A of shape"):
+        def wrong_shape(h):
+            return torch.zeros(h.shape[0], 1), None, None, torch.zeros(h.shape[0], 1, 2, 3)
+
+        bad = FunctionLayer(wrong_shape, 2, 4, 1)
+        DeepNQF([bad]).predict(x, [torch.eye(2, dtype=F64)], [torch.zeros(2, dtype=F64)])
