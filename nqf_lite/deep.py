@@ -53,7 +53,7 @@ import numpy as np
 import torch
 
 from ._checks import integer, positive, width
-from .dynamics import realize_moments
+from .form import realize_moments
 
 __all__ = [
     "DeepNQF",
