@@ -31,8 +31,15 @@ from sphinx.util.docutils import SphinxDirective
 
 CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
 FIELDS = ("chapter", "key", "statement", "source", "prediction", "measured", "criterion", "passed")
-HEADERS = ("Claim (key)", "Paper", "Prediction", "Measured", "Criterion", "Result")
-WIDTHS = (40, 12, 11, 11, 18, 8)
+#: Optional fields (records written before they existed still render): the
+#: ensemble size, the seed-to-seed standard deviation, and the fraction of the
+#: tolerance the measurement uses at the default seed.
+OPTIONAL_FIELDS = ("n_seeds", "spread", "margin")
+HEADERS = ("Claim (key)", "Paper", "Prediction", "Measured", "Seeds", "Criterion", "Margin", "Result")
+WIDTHS = (34, 10, 10, 10, 9, 16, 8, 7)
+#: A claim using more than this fraction of its tolerance is flagged as tight.
+TIGHT = 0.8
+TIGHT_MARK = "⚠"
 
 logger = logging.getLogger(__name__)
 
@@ -93,15 +100,66 @@ def ledger_problems(records: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def summary_text(records: list[dict[str, Any]]) -> str:
-    """One sentence: how many claims, from how many chapters, how many pass."""
+def summary_text(records: list[dict[str, Any]], threshold: float = TIGHT) -> str:
+    """One sentence: how many claims, from how many chapters, how many pass, how many are tight.
+
+    A claim is tight when it uses more than ``threshold`` of its tolerance
+    (:func:`is_tight`); records without a margin never count as tight.
+    """
     n = len(records)
     chapters = len({r["chapter"] for r in records})
     failed = sum(r["passed"] is not True for r in records)
     head = f"{n} claim{'s' if n != 1 else ''} checked in {chapters} chapter{'s' if chapters != 1 else ''}: "
-    if failed:
-        return head + f"{failed} FAIL."
-    return head + "all pass."
+    text = head + (f"{failed} FAIL." if failed else "all pass.")
+    tight = sum(is_tight(r, threshold) for r in records if r["passed"] is True)
+    if tight:
+        verb = "uses" if tight == 1 else "use"
+        text += f" {TIGHT_MARK} {tight} {verb} more than {threshold:.0%} of {'its' if tight == 1 else 'their'} tolerance."
+    return text
+
+
+def margin_of(record: dict[str, Any]) -> float | None:
+    """The record's margin as a float, or ``None`` (absent, null or not a number)."""
+    value = record.get("margin")
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def is_tight(record: dict[str, Any], threshold: float = TIGHT) -> bool:
+    """True when the claim uses more than ``threshold`` of its tolerance (margin > threshold)."""
+    m = margin_of(record)
+    return m is not None and m > threshold
+
+
+def margin_text(record: dict[str, Any]) -> str:
+    """The margin as a percentage (``"37 %"``), ``"∞"``, or ``"—"`` when unknown."""
+    m = margin_of(record)
+    if m is None:
+        return "—"
+    if math.isinf(m):
+        return "∞"
+    return f"{100 * m:.0f} %"
+
+
+def seeds_text(record: dict[str, Any]) -> tuple[str, str | None]:
+    """The ensemble size and spread of a record: ``("5", "sd 0.012")``.
+
+    Returns
+    -------
+    count : str
+        The number of seeds, or ``"—"`` for a record from before the field existed.
+    spread : str or None
+        ``"sd <spread>"`` when the record gives a spread, else ``None``.
+    """
+    n = record.get("n_seeds")
+    count = "—" if n is None else str(n)
+    spread = record.get("spread")
+    return count, (None if spread is None else f"sd {_fmt(spread)}")
 
 
 def _fmt(x: Any) -> str:
@@ -131,7 +189,9 @@ def ledger_table(
     Records are grouped by chapter: a chapter row (class ``claims-chapter``,
     one cell spanning the table, linking to the chapter) heads the rows of its
     claims.  A claim row shows the statement with its key below it, the paper
-    source, the prediction, the measured value, the criterion and the result.
+    source, the prediction, the measured value, the number of seeds (with the
+    spread below it when recorded), the criterion, the margin (the fraction of
+    the tolerance used; marked with ``⚠`` above :data:`TIGHT`) and the result.
 
     Parameters
     ----------
@@ -145,8 +205,9 @@ def ledger_table(
     -------
     docutils.nodes.table
         One header row, then per chapter one chapter row and one row per
-        claim; a claim row's id is ``claim-<chapter>-<key>`` and its class
-        ``claim-pass`` or ``claim-fail``.
+        claim; a claim row's id is ``claim-<chapter>-<key>`` and its classes
+        ``claim-pass`` or ``claim-fail``, plus ``claim-tight`` for a claim
+        using more than :data:`TIGHT` of its tolerance.
     """
     table = nodes.table(classes=["claims-ledger"])
     group = nodes.tgroup(cols=len(HEADERS))
@@ -176,9 +237,10 @@ def ledger_table(
             heading += cell
             body += heading
         ok = r["passed"] is True
+        tight = is_tight(r)
         row = nodes.row(
             ids=[nodes.make_id(f"claim-{r['chapter']}-{r['key']}")],
-            classes=["claim-pass" if ok else "claim-fail"],
+            classes=["claim-pass" if ok else "claim-fail"] + (["claim-tight"] if tight else []),
         )
         claim = _cell(str(r["statement"]))
         claim += nodes.paragraph("", "", nodes.literal(text=r["key"]), classes=["claim-key"])
@@ -186,7 +248,14 @@ def ledger_table(
         row += _cell(str(r["source"]))
         row += _cell(str(r["prediction"]))
         row += _cell(_fmt(r["measured"]))
+        count, spread = seeds_text(r)
+        seeds = _cell(count)
+        if spread is not None:
+            seeds += nodes.paragraph(text=spread, classes=["claim-spread"])
+        row += seeds
         row += _cell(str(r["criterion"]))
+        margin = margin_text(r)
+        row += _cell(nodes.strong(text=f"{TIGHT_MARK} {margin}") if tight else margin)
         row += _cell(nodes.strong(text="pass" if ok else "FAIL"))
         body += row
     group += body
