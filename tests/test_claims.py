@@ -374,3 +374,29 @@ def test_summary_checks_records():
     c.check("a", "s", 1.0, at_most=2.0, n_seeds=3)
     line = c.summary()
     assert line.startswith("1 claim checked, all pass (1 on ensembles")
+
+
+# ---------------------------------------------------------------- _ext/html_assets.py
+
+
+def test_unique_scripts_drops_the_second_copy_of_an_inline_script():
+    import html_assets
+    from sphinx.builders.html._assets import _JavaScript
+
+    body = 'const THEBE_JS_URL = "x"'
+    scripts = [
+        _JavaScript("_static/a.js"),
+        _JavaScript(None, body=body),
+        _JavaScript("_static/b.js", **{"async": "async"}),
+        _JavaScript("", body=body),  # the registry's copy of the same script
+        _JavaScript("", body="var other = 1"),
+        "_static/a.js",  # a plain string names the same file
+    ]
+    kept = html_assets.unique_scripts(scripts)
+    assert [html_assets.script_key(s) for s in kept] == [
+        ("_static/a.js", ()),
+        ("", (("body", body),)),
+        ("_static/b.js", (("async", "async"),)),
+        ("", (("body", "var other = 1"),)),
+    ]
+    assert kept[1] is scripts[1]  # the first occurrence is kept
