@@ -35,8 +35,8 @@ FIELDS = ("chapter", "key", "statement", "source", "prediction", "measured", "cr
 #: ensemble size, the seed-to-seed standard deviation, and the fraction of the
 #: tolerance the measurement uses at the default seed.
 OPTIONAL_FIELDS = ("n_seeds", "spread", "margin")
-HEADERS = ("Claim (key)", "Paper", "Prediction", "Measured", "Seeds", "Criterion", "Margin", "Result")
-WIDTHS = (34, 10, 10, 10, 9, 16, 8, 7)
+HEADERS = ("Claim (key)", "Paper", "Prediction", "Measured (seeds)", "Criterion", "Margin", "Result")
+WIDTHS = (36, 11, 11, 14, 16, 8, 7)
 #: A claim using more than this fraction of its tolerance is flagged as tight.
 TIGHT = 0.8
 TIGHT_MARK = "⚠"
@@ -146,20 +146,17 @@ def margin_text(record: dict[str, Any]) -> str:
     return f"{100 * m:.0f} %"
 
 
-def seeds_text(record: dict[str, Any]) -> tuple[str, str | None]:
-    """The ensemble size and spread of a record: ``("5", "sd 0.012")``.
+def seeds_text(record: dict[str, Any]) -> str | None:
+    """The ensemble behind a measurement: ``"5 seeds, sd 0.012"``, ``"1 seed"``.
 
-    Returns
-    -------
-    count : str
-        The number of seeds, or ``"—"`` for a record from before the field existed.
-    spread : str or None
-        ``"sd <spread>"`` when the record gives a spread, else ``None``.
+    ``None`` for a record written before ``n_seeds`` existed.
     """
     n = record.get("n_seeds")
-    count = "—" if n is None else str(n)
+    if n is None:
+        return None
+    text = f"{n} seed{'' if n == 1 else 's'}"
     spread = record.get("spread")
-    return count, (None if spread is None else f"sd {_fmt(spread)}")
+    return text if spread is None else f"{text}, sd {_fmt(spread)}"
 
 
 def _fmt(x: Any) -> str:
@@ -189,9 +186,10 @@ def ledger_table(
     Records are grouped by chapter: a chapter row (class ``claims-chapter``,
     one cell spanning the table, linking to the chapter) heads the rows of its
     claims.  A claim row shows the statement with its key below it, the paper
-    source, the prediction, the measured value, the number of seeds (with the
-    spread below it when recorded), the criterion, the margin (the fraction of
-    the tolerance used; marked with ``⚠`` above :data:`TIGHT`) and the result.
+    source, the prediction, the measured value (with the number of seeds and
+    the seed-to-seed spread below it, when recorded), the criterion, the margin
+    (the fraction of the tolerance used; marked with ``⚠`` above
+    :data:`TIGHT`) and the result.
 
     Parameters
     ----------
@@ -247,12 +245,11 @@ def ledger_table(
         row += claim
         row += _cell(str(r["source"]))
         row += _cell(str(r["prediction"]))
-        row += _cell(_fmt(r["measured"]))
-        count, spread = seeds_text(r)
-        seeds = _cell(count)
-        if spread is not None:
-            seeds += nodes.paragraph(text=spread, classes=["claim-spread"])
-        row += seeds
+        measured = _cell(_fmt(r["measured"]))
+        seeds = seeds_text(r)
+        if seeds is not None:
+            measured += nodes.paragraph(text=seeds, classes=["claim-seeds"])
+        row += measured
         row += _cell(str(r["criterion"]))
         margin = margin_text(r)
         row += _cell(nodes.strong(text=f"{TIGHT_MARK} {margin}") if tight else margin)

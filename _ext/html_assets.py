@@ -9,6 +9,12 @@ sphinx-thebe's ``const THEBE_JS_URL = ...`` then throws ``SyntaxError:
 Identifier 'THEBE_JS_URL' has already been declared`` on every page.  This
 hook drops the second copy of any script (same name, ``None`` read as ``''``,
 and same attributes) from the page context before the page is written.
+
+It also gives the theme a colour mode: sphinx-book-theme leaves the
+pydata-sphinx-theme option ``default_mode`` empty, so a reader's first visit
+logs the console error "Got invalid theme mode: . Resetting to auto."  The
+book's figures are drawn on white, so the default is ``light`` (a reader can
+still switch).
 """
 
 from __future__ import annotations
@@ -43,6 +49,16 @@ def _dedupe(app: Sphinx, pagename: str, templatename: str, context: dict, doctre
         scripts[:] = unique_scripts(scripts)  # in place: Sphinx restores this list after the page
 
 
+DEFAULT_MODE = "light"
+
+
+def _theme_mode(app: Sphinx, config: Any) -> None:
+    options = config.html_theme_options
+    if not options.get("default_mode"):
+        options["default_mode"] = DEFAULT_MODE
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", _theme_mode)
     app.connect("html-page-context", _dedupe, priority=900)  # after every extension added its scripts
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -59,9 +59,10 @@ def test_is_tight_threshold_argument():
 
 
 def test_seeds_text():
-    assert cl.seeds_text(_rec(n_seeds=5, spread=0.0123)) == ("5", "sd 0.0123")
-    assert cl.seeds_text(_rec(n_seeds=1, spread=None)) == ("1", None)
-    assert cl.seeds_text(_old()) == ("—", None)
+    assert cl.seeds_text(_rec(n_seeds=5, spread=0.0123)) == "5 seeds, sd 0.0123"
+    assert cl.seeds_text(_rec(n_seeds=8, spread=None)) == "8 seeds"
+    assert cl.seeds_text(_rec(n_seeds=1, spread=None)) == "1 seed"
+    assert cl.seeds_text(_old()) is None
 
 
 def test_summary_counts_tight_claims():
@@ -92,7 +93,7 @@ def test_table_shows_seeds_spread_and_margin():
     (row,) = _rows([_rec(n_seeds=8, spread=0.25, margin=0.4)])
     cells = [e.astext() for e in row.children]
     assert cells == [
-        "statement k\n\nk", "Eq. 1", "1", "1", "8\n\nsd 0.25", "|measured − 1| ≤ atol 0.1", "40 %", "pass",
+        "statement k\n\nk", "Eq. 1", "1", "1\n\n8 seeds, sd 0.25", "|measured − 1| ≤ atol 0.1", "40 %", "pass",
     ]
     assert row["classes"] == ["claim-pass"]
 
@@ -101,11 +102,11 @@ def test_table_flags_tight_claims_with_marker_and_class():
     loose, tight = _rows([_rec("a", margin=0.5), _rec("b", margin=0.93)])
     assert "claim-tight" not in loose["classes"]
     assert tight["classes"] == ["claim-pass", "claim-tight"]
-    assert tight.children[6].astext() == "⚠ 93 %"
+    assert tight.children[5].astext() == "⚠ 93 %"
 
 
 def test_table_renders_old_records():
     (row,) = _rows([_old()])
     cells = [e.astext() for e in row.children]
-    assert cells[4] == "—" and cells[6] == "—" and cells[-1] == "pass"
+    assert cells[3] == "1" and cells[5] == "—" and cells[-1] == "pass"
     assert len(cells) == len(cl.HEADERS) == len(cl.WIDTHS)
