@@ -400,3 +400,55 @@ def test_unique_scripts_drops_the_second_copy_of_an_inline_script():
         ("", (("body", "var other = 1"),)),
     ]
     assert kept[1] is scripts[1]  # the first occurrence is kept
+
+
+# ---------------------------------------------------------------- _ext/api_docs.py: one page per module
+
+
+@pytest.fixture
+def fake_package(tmp_path, monkeypatch):
+    """A package ``fakepkg`` with public, private and nested modules on sys.path."""
+    root = tmp_path / "src" / "fakepkg"
+    (root / "sub").mkdir(parents=True)
+    (root / "_hidden").mkdir()
+    for rel in ("__init__.py", "alpha.py", "_private.py", "sub/__init__.py", "sub/beta.py", "sub/_gamma.py",
+                "_hidden/__init__.py", "_hidden/delta.py"):
+        (root / rel).write_text('"""Doc."""\n')
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    yield "fakepkg"
+    for name in [m for m in sys.modules if m == "fakepkg" or m.startswith("fakepkg.")]:
+        del sys.modules[name]
+
+
+def test_public_modules_skips_private_names(fake_package):
+    assert api_docs.public_modules(fake_package) == ["fakepkg.alpha", "fakepkg.sub", "fakepkg.sub.beta"]
+
+
+def test_public_modules_refuses_a_plain_module():
+    with pytest.raises(TypeError, match="package"):
+        api_docs.public_modules("json.decoder")
+
+
+def test_module_page_is_a_labelled_automodule_page():
+    text = api_docs.module_page("nqf_lite.solvable")
+    assert text.splitlines()[:3] == [api_docs.GENERATED, "(api-nqf-lite-solvable)=", "# `nqf_lite.solvable`"]
+    assert ".. automodule:: nqf_lite.solvable\n   :members:" in text
+
+
+def test_write_api_pages_follows_the_package(fake_package, tmp_path):
+    book = tmp_path / "book_src"
+    (book / "book" / "api").mkdir(parents=True)
+    index = book / "book" / "api" / "index.md"
+    index.write_text("# API\n")
+    stale = book / "book" / "api" / "fakepkg.renamed.md"
+    stale.write_text(api_docs.module_page("fakepkg.renamed"))
+    mine = book / "book" / "api" / "fakepkg.handwritten.md"
+    mine.write_text("# written by hand\n")  # not generated: never deleted
+    assert api_docs.write_api_pages(book, fake_package) == ["fakepkg.alpha", "fakepkg.sub", "fakepkg.sub.beta"]
+    pages = sorted(p.name for p in (book / "book" / "api").iterdir())
+    assert pages == ["fakepkg.alpha.md", "fakepkg.handwritten.md", "fakepkg.sub.beta.md", "fakepkg.sub.md", "index.md"]
+    assert (book / "book" / "api" / "fakepkg.sub.beta.md").read_text() == api_docs.module_page("fakepkg.sub.beta")
+    # unchanged pages are not rewritten (Sphinx would re-read them)
+    before = (book / "book" / "api" / "fakepkg.alpha.md").stat().st_mtime_ns
+    api_docs.write_api_pages(book, fake_package)
+    assert (book / "book" / "api" / "fakepkg.alpha.md").stat().st_mtime_ns == before
