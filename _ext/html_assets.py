@@ -10,11 +10,11 @@ Identifier 'THEBE_JS_URL' has already been declared`` on every page.  This
 hook drops the second copy of any script (same name, ``None`` read as ``''``,
 and same attributes) from the page context before the page is written.
 
-It also gives the theme a colour mode: sphinx-book-theme leaves the
-pydata-sphinx-theme option ``default_mode`` empty, so a reader's first visit
-logs the console error "Got invalid theme mode: . Resetting to auto."  The
-book's figures are drawn on white, so the default is ``light`` (a reader can
-still switch).
+It also gives the theme a colour mode: the pydata-sphinx-theme templates read
+``default_mode`` from ``html_context``, where nothing sets it, so a reader's
+first visit logs the console error "Got invalid theme mode: . Resetting to
+auto."  The book's figures are drawn on white, so the default is ``light``
+(a reader can still switch).
 """
 
 from __future__ import annotations
@@ -53,9 +53,8 @@ DEFAULT_MODE = "light"
 
 
 def _theme_mode(app: Sphinx, config: Any) -> None:
-    options = config.html_theme_options
-    if not options.get("default_mode"):
-        options["default_mode"] = DEFAULT_MODE
+    if not config.html_context.get("default_mode"):
+        config.html_context["default_mode"] = DEFAULT_MODE
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
