@@ -137,13 +137,13 @@ def is_tight(record: dict[str, Any], threshold: float = TIGHT) -> bool:
 
 
 def margin_text(record: dict[str, Any]) -> str:
-    """The margin as a percentage (``"37 %"``), ``"∞"``, or ``"—"`` when unknown."""
+    """The margin as a percentage (``"37 %"``, with a no-break space), ``"∞"``, or ``"—"`` when unknown."""
     m = margin_of(record)
     if m is None:
         return "—"
     if math.isinf(m):
         return "∞"
-    return f"{100 * m:.0f} %"
+    return f"{100 * m:.0f}\u00a0%"  # no line break between the number and %
 
 
 def seeds_text(record: dict[str, Any]) -> str | None:
@@ -252,7 +252,7 @@ def ledger_table(
         row += measured
         row += _cell(str(r["criterion"]))
         margin = margin_text(r)
-        row += _cell(nodes.strong(text=f"{TIGHT_MARK} {margin}") if tight else margin)
+        row += _cell(nodes.strong(text=f"{TIGHT_MARK}\u00a0{margin}") if tight else margin)
         row += _cell(nodes.strong(text="pass" if ok else "FAIL"))
         body += row
     group += body

@@ -32,7 +32,7 @@ def _old(key="k"):
 
 @pytest.mark.parametrize(
     "margin, text",
-    [(0.0, "0 %"), (0.374, "37 %"), (0.8, "80 %"), (0.95, "95 %"), (1.0, "100 %"),
+    [(0.0, "0\u00a0%"), (0.374, "37\u00a0%"), (0.8, "80\u00a0%"), (0.95, "95\u00a0%"), (1.0, "100\u00a0%"),
      (math.inf, "∞"), (None, "—"), ("x", "—"), (math.nan, "—")],
 )
 def test_margin_text(margin, text):
@@ -93,7 +93,7 @@ def test_table_shows_seeds_spread_and_margin():
     (row,) = _rows([_rec(n_seeds=8, spread=0.25, margin=0.4)])
     cells = [e.astext() for e in row.children]
     assert cells == [
-        "statement k\n\nk", "Eq. 1", "1", "1\n\n8 seeds, sd 0.25", "|measured − 1| ≤ atol 0.1", "40 %", "pass",
+        "statement k\n\nk", "Eq. 1", "1", "1\n\n8 seeds, sd 0.25", "|measured − 1| ≤ atol 0.1", "40\u00a0%", "pass",
     ]
     assert row["classes"] == ["claim-pass"]
 
@@ -102,7 +102,7 @@ def test_table_flags_tight_claims_with_marker_and_class():
     loose, tight = _rows([_rec("a", margin=0.5), _rec("b", margin=0.93)])
     assert "claim-tight" not in loose["classes"]
     assert tight["classes"] == ["claim-pass", "claim-tight"]
-    assert tight.children[5].astext() == "⚠ 93 %"
+    assert tight.children[5].astext() == "⚠\u00a093\u00a0%"
 
 
 def test_table_renders_old_records():
