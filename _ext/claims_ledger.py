@@ -31,8 +31,15 @@ from sphinx.util.docutils import SphinxDirective
 
 CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
 FIELDS = ("chapter", "key", "statement", "source", "prediction", "measured", "criterion", "passed")
-HEADERS = ("Claim (key)", "Paper", "Prediction", "Measured", "Criterion", "Result")
-WIDTHS = (40, 12, 11, 11, 18, 8)
+#: Optional fields (records written before they existed still render): the
+#: ensemble size, the seed-to-seed standard deviation, and the fraction of the
+#: tolerance the measurement uses at the default seed.
+OPTIONAL_FIELDS = ("n_seeds", "spread", "margin")
+HEADERS = ("Claim (key)", "Paper", "Prediction", "Measured (seeds)", "Criterion", "Margin", "Result")
+WIDTHS = (36, 11, 11, 14, 16, 8, 7)
+#: A claim using more than this fraction of its tolerance is flagged as tight.
+TIGHT = 0.8
+TIGHT_MARK = "⚠"
 
 logger = logging.getLogger(__name__)
 
@@ -93,15 +100,63 @@ def ledger_problems(records: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def summary_text(records: list[dict[str, Any]]) -> str:
-    """One sentence: how many claims, from how many chapters, how many pass."""
+def summary_text(records: list[dict[str, Any]], threshold: float = TIGHT) -> str:
+    """One sentence: how many claims, from how many chapters, how many pass, how many are tight.
+
+    A claim is tight when it uses more than ``threshold`` of its tolerance
+    (:func:`is_tight`); records without a margin never count as tight.
+    """
     n = len(records)
     chapters = len({r["chapter"] for r in records})
     failed = sum(r["passed"] is not True for r in records)
     head = f"{n} claim{'s' if n != 1 else ''} checked in {chapters} chapter{'s' if chapters != 1 else ''}: "
-    if failed:
-        return head + f"{failed} FAIL."
-    return head + "all pass."
+    text = head + (f"{failed} FAIL." if failed else "all pass.")
+    tight = sum(is_tight(r, threshold) for r in records if r["passed"] is True)
+    if tight:
+        verb = "uses" if tight == 1 else "use"
+        text += f" {TIGHT_MARK} {tight} {verb} more than {threshold:.0%} of {'its' if tight == 1 else 'their'} tolerance."
+    return text
+
+
+def margin_of(record: dict[str, Any]) -> float | None:
+    """The record's margin as a float, or ``None`` (absent, null or not a number)."""
+    value = record.get("margin")
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def is_tight(record: dict[str, Any], threshold: float = TIGHT) -> bool:
+    """True when the claim uses more than ``threshold`` of its tolerance (margin > threshold)."""
+    m = margin_of(record)
+    return m is not None and m > threshold
+
+
+def margin_text(record: dict[str, Any]) -> str:
+    """The margin as a percentage (``"37 %"``, with a no-break space), ``"∞"``, or ``"—"`` when unknown."""
+    m = margin_of(record)
+    if m is None:
+        return "—"
+    if math.isinf(m):
+        return "∞"
+    return f"{100 * m:.0f}\u00a0%"  # no line break between the number and %
+
+
+def seeds_text(record: dict[str, Any]) -> str | None:
+    """The ensemble behind a measurement: ``"5 seeds, sd 0.012"``, ``"1 seed"``.
+
+    ``None`` for a record written before ``n_seeds`` existed.
+    """
+    n = record.get("n_seeds")
+    if n is None:
+        return None
+    text = f"{n} seed{'' if n == 1 else 's'}"
+    spread = record.get("spread")
+    return text if spread is None else f"{text}, sd {_fmt(spread)}"
 
 
 def _fmt(x: Any) -> str:
@@ -131,7 +186,10 @@ def ledger_table(
     Records are grouped by chapter: a chapter row (class ``claims-chapter``,
     one cell spanning the table, linking to the chapter) heads the rows of its
     claims.  A claim row shows the statement with its key below it, the paper
-    source, the prediction, the measured value, the criterion and the result.
+    source, the prediction, the measured value (with the number of seeds and
+    the seed-to-seed spread below it, when recorded), the criterion, the margin
+    (the fraction of the tolerance used; marked with ``⚠`` above
+    :data:`TIGHT`) and the result.
 
     Parameters
     ----------
@@ -145,8 +203,9 @@ def ledger_table(
     -------
     docutils.nodes.table
         One header row, then per chapter one chapter row and one row per
-        claim; a claim row's id is ``claim-<chapter>-<key>`` and its class
-        ``claim-pass`` or ``claim-fail``.
+        claim; a claim row's id is ``claim-<chapter>-<key>`` and its classes
+        ``claim-pass`` or ``claim-fail``, plus ``claim-tight`` for a claim
+        using more than :data:`TIGHT` of its tolerance.
     """
     table = nodes.table(classes=["claims-ledger"])
     group = nodes.tgroup(cols=len(HEADERS))
@@ -176,17 +235,24 @@ def ledger_table(
             heading += cell
             body += heading
         ok = r["passed"] is True
+        tight = is_tight(r)
         row = nodes.row(
             ids=[nodes.make_id(f"claim-{r['chapter']}-{r['key']}")],
-            classes=["claim-pass" if ok else "claim-fail"],
+            classes=["claim-pass" if ok else "claim-fail"] + (["claim-tight"] if tight else []),
         )
         claim = _cell(str(r["statement"]))
         claim += nodes.paragraph("", "", nodes.literal(text=r["key"]), classes=["claim-key"])
         row += claim
         row += _cell(str(r["source"]))
         row += _cell(str(r["prediction"]))
-        row += _cell(_fmt(r["measured"]))
+        measured = _cell(_fmt(r["measured"]))
+        seeds = seeds_text(r)
+        if seeds is not None:
+            measured += nodes.paragraph(text=seeds, classes=["claim-seeds"])
+        row += measured
         row += _cell(str(r["criterion"]))
+        margin = margin_text(r)
+        row += _cell(nodes.strong(text=f"{TIGHT_MARK}\u00a0{margin}") if tight else margin)
         row += _cell(nodes.strong(text="pass" if ok else "FAIL"))
         body += row
     group += body

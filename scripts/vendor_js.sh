@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Rebuild vendor/: the JavaScript the HTML book needs, served from the book
-# itself so that pages render offline (no CDN at read time).
+# Rebuild vendor/: the third-party JavaScript the HTML book needs, served from
+# the book itself so that pages render offline (no CDN at read time). vendor/
+# holds third-party files only; the book's own CSS/JS lives in static/.
 #   - MathJax 3 (CommonHTML output, TeX + MathML input) for the equations;
 #   - the ipywidgets HTML manager (standalone embed.js) for the kernel-free
 #     slider explorers (nqf_lite.widgets), matching ipywidgets 8.

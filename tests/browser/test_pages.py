@@ -27,13 +27,19 @@ pytestmark = pytest.mark.browser
 
 LEDGER = "book/ledger"
 ERROR_TEXT = re.compile(r"Traceback|\w*Error\b|ipykernel")
-OUR_SCRIPTS = ("mathjax/", "jupyter-widgets/", "nqf/")
+OUR_SCRIPTS = ("mathjax/", "jupyter-widgets/", "widgets-mathjax3.js")
 SHOWS_ERROR = "shows-error"
+
+
+def _glob_docs(pattern: str) -> list[str]:
+    """Documents matching a ``glob:`` entry of ``_toc.yml`` (e.g. the generated API pages)."""
+    return sorted(str(p.relative_to(ROOT).with_suffix("")) for ext in (".md", ".ipynb") for p in ROOT.glob(pattern + ext))
 
 
 def _toc_docs(node) -> list[str]:
     if isinstance(node, dict):
         found = [node["file"]] if "file" in node else []
+        found += _glob_docs(node["glob"]) if "glob" in node else []
         return found + [d for v in node.values() for d in _toc_docs(v)]
     if isinstance(node, list):
         return [d for item in node for d in _toc_docs(item)]

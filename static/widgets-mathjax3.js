@@ -1,4 +1,4 @@
-// Written for this book (not vendored). The ipywidgets 8 HTML manager typesets
+// Written for this book (third-party files live in vendor/). The ipywidgets 8 HTML manager typesets
 // widget labels through the MathJax 2 API (MathJax.Hub.Queue); the book loads
 // MathJax 3. Provide MathJax.Hub.Queue and forward it to MathJax 3.
 (function () {

@@ -1,0 +1,18 @@
+"""IPython kernel configuration for the book build (copied to $IPYTHONDIR by scripts/build_book.sh).
+
+The build executes each chapter in a local kernel that jupyter-client connects
+to over TCP on 127.0.0.1; ipykernel then logs "Kernel is running over TCP
+without encryption ..." for every chapter.  That notice is about multi-user
+servers, not about a build, so it is dropped here; every other kernel message
+still reaches the log.
+"""
+
+import logging
+
+
+class _NoTransportNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "without encryption" not in record.getMessage()
+
+
+logging.getLogger("IPKernelApp").addFilter(_NoTransportNotice())

@@ -1,0 +1,253 @@
+"""Checks that hold on every page of the built book (issue 11.8), each its own test.
+
+A module-scoped survey opens every HTML page of ``_build/html`` once in
+headless Chromium at 1280 x 900 px (as a reader on a laptop), waits for
+MathJax and the images, and records what each check needs.  Each test then
+fails with the list of offending pages and elements:
+
+- no raw TeX (``$...$``, ``\\frac``, ``\\begin``, ...) in the visible text outside
+  typeset math and code;
+- no display equation wider than its column (its MathJax container scrolls);
+- no JavaScript error (uncaught exceptions and console errors);
+- every output image of a code cell sits in a numbered, captioned figure
+  (``<figure>`` with a ``<figcaption>`` reading "Fig. N"), explorer frames excepted;
+- every explorer (ipywidgets output) has a static image in a neighbouring cell
+  of its own, so the printed page and a reader without JavaScript see the figure;
+- no progress-bar text (tqdm's ``42%|####``, ``it/s``) and no progress widget.
+
+Run after building the book: ``pytest tests/browser -m browser``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(os.environ.get("NQF_BOOK_ROOT") or Path(__file__).resolve().parents[2]).resolve()
+HTML = ROOT / "_build" / "html"
+
+pytestmark = pytest.mark.browser
+
+VIEWPORT = {"width": 1280, "height": 900}
+#: TeX that should have been typeset: $...$ pairs, \( \[, and common control words
+RAW_TEX = re.compile(
+    r"(?<![\\$\w])\$(?=\S)[^$\n]{1,200}?(?<=\S)\$(?!\w)"
+    r"|\$\$|\\\(|\\\["
+    r"|\\(?:frac|tfrac|dfrac|begin|end|left|right|mathrm|mathbf|mathcal|mathbb|operatorname|text|sqrt|sum"
+    r"|prod|int|partial|nabla|infty|approx|propto|cdot|times|top|leq?|geq?|ln|log|exp|alpha|beta|gamma"
+    r"|delta|epsilon|varepsilon|eta|theta|lambda|mu|sigma|tau|Delta|Lambda|Sigma)(?![a-zA-Z])"
+)
+#: tqdm and friends: "42%|####  |", "3.2it/s", "1.5s/it"; progress widgets in the widget state
+PROGRESS = re.compile(r"\d+%\|[^|\n]{0,80}\||\d(?:\.\d+)?\s?(?:it/s|s/it)\b|(?:Float|Int)ProgressModel")
+SCRIPT = re.compile(r"<script\b(?![^>]*application/vnd\.jupyter\.widget)[^>]*>.*?</script>", re.S | re.I)
+
+
+def built_pages() -> list[str]:
+    """Every HTML page of the build (relative path without ``.html``), the redirect ``index.html`` excepted."""
+    if not HTML.is_dir():
+        return []
+    skip = {"_static", "_sources", "_images", "_sphinx_design_static", "_panels_static"}
+    pages = [
+        str(p.relative_to(HTML).with_suffix(""))
+        for p in HTML.rglob("*.html")
+        if not skip & set(p.relative_to(HTML).parts)
+    ]
+    return sorted(p for p in pages if p != "index")
+
+
+#: Everything one page needs measured, in one pass after MathJax and the images are done.
+MEASURE = r"""
+() => {
+  const ours = el => el.closest('.jupyter-widgets, .widget-image, [class*="widget-"]');
+  // reveal collapsed content (dropdown solutions, hidden cells) so that it can be measured
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+
+  // 1. visible text outside typeset math and code
+  const clone = document.body.cloneNode(true);
+  clone.querySelectorAll('mjx-container, script, style, pre, code, kbd, textarea, .highlight, .MathJax, '
+    + 'mjx-assistive-mml, noscript, svg').forEach(e => e.remove());
+  const text = clone.textContent.replace(/\s+/g, ' ');
+
+  // 2. display equations wider than their box
+  const wide = [];
+  const doc = window.MathJax && MathJax.startup && MathJax.startup.document;
+  if (doc && doc.math) {
+    for (const item of doc.math) {
+      const box = item.typesetRoot;
+      if (!item.display || !box || !box.isConnected) continue;
+      if (box.scrollWidth > box.clientWidth + 1) {
+        wide.push(`${box.scrollWidth} px in ${box.clientWidth} px: ${String(item.math).trim().slice(0, 90)}`);
+      }
+    }
+  }
+
+  // 3. output images of code cells outside a numbered, captioned figure
+  const cellLabel = el => {
+    const cell = el.closest('.cell');
+    const cells = Array.from(document.querySelectorAll('.cell'));
+    let heading = null;
+    for (const h of document.querySelectorAll('h1, h2, h3')) {
+      if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) heading = h;
+    }
+    const where = heading ? heading.textContent.replace(/[#¶]/g, '').trim().slice(0, 50) : 'top';
+    return `cell ${cell ? cells.indexOf(cell) + 1 : '?'} (under "${where}")`;
+  };
+  const unfigured = [];
+  for (const img of document.querySelectorAll('.cell_output img, .output img')) {
+    if (ours(img)) continue;
+    const fig = img.closest('figure');
+    const cap = fig && fig.querySelector('figcaption');
+    if (!cap || !/\bFig(ure)?\.?\s*\d+/.test(cap.textContent)) {
+      unfigured.push(`${cellLabel(img)}: ${(img.getAttribute('src') || '').split('/').pop().slice(0, 40)}`
+        + (fig ? (cap ? ' (caption without a number)' : ' (figure without caption)') : ''));
+    }
+  }
+
+  // 4. explorers (widget views) without a static image in a neighbouring cell of its own
+  const cells = Array.from(document.querySelectorAll('.cell'));
+  const hasStatic = cell => cell && Array.from(cell.querySelectorAll('.cell_output img')).some(i => !ours(i));
+  // a progress bar is not an explorer (test_no_progress_bars reports those)
+  const onlyProgress = cell => cell.querySelector('.widget-hprogress, .widget-vprogress, .progress')
+    && !cell.querySelector('.widget-slider, .widget-image, .widget-dropdown, .widget-toggle-buttons');
+  const bare = [];
+  const seen = new Set();
+  for (const view of document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')) {
+    const cell = view.closest('.cell');
+    const i = cells.indexOf(cell);
+    if (i < 0) { bare.push(`widget outside a cell`); continue; }
+    if (seen.has(cell) || onlyProgress(cell)) continue;
+    seen.add(cell);
+    if (!hasStatic(cells[i - 1]) && !hasStatic(cells[i + 1])) bare.push(cellLabel(view));
+  }
+  return {text, wide, unfigured, bare};
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def survey(browser, site_url) -> dict[str, dict]:
+    """Open every built page once; return ``{page: measurements}``."""
+    pages = built_pages()
+    if not pages:
+        pytest.fail(f"no built book in {HTML}: run `bash scripts/build_book.sh` first", pytrace=False)
+    context = browser.new_context(viewport=VIEWPORT)
+    results: dict[str, dict] = {}
+    try:
+        for doc in pages:
+            tab = context.new_page()
+            errors: list[str] = []
+            tab.on("pageerror", lambda err, errors=errors: errors.append(f"uncaught: {err}"))
+
+            def _console(msg, errors=errors) -> None:
+                if msg.type == "error":
+                    url = (msg.location or {}).get("url", "")
+                    errors.append(f"console: {msg.text[:200]}" + (f" ({url.rsplit('/', 1)[-1]})" if url else ""))
+
+            tab.on("console", _console)
+            tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url)
+                      or route.request.url.startswith(("data:", "blob:")) else route.abort())
+            tab.set_default_timeout(30_000)
+            tab.goto(f"{site_url}/{doc}.html", wait_until="load")
+            tab.wait_for_load_state("networkidle")
+            if tab.locator(".math").count() or tab.locator("mjx-container").count():
+                tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+                tab.evaluate("() => MathJax.startup.promise.then(() => true)")
+            tab.wait_for_function("() => Array.from(document.images).every(img => img.complete)", polling=200)
+            data = tab.evaluate(MEASURE)
+            data["errors"] = errors
+            data["html"] = (HTML / f"{doc}.html").read_text(encoding="utf-8")
+            results[doc] = data
+            tab.close()
+    finally:
+        context.close()
+    return results
+
+
+def _report(found: dict[str, list[str]], what: str) -> str:
+    lines = [f"{len(found)} page(s) with {what}:"]
+    for doc, items in sorted(found.items()):
+        lines.append(f"  {doc}.html ({len(items)}):")
+        lines += [f"    - {item}" for item in items[:8]]
+        if len(items) > 8:
+            lines.append(f"    ... and {len(items) - 8} more")
+    return "\n".join(lines)
+
+
+def raw_tex(text: str) -> list[str]:
+    """Snippets of ``text`` around each piece of raw TeX."""
+    return [text[max(m.start() - 25, 0) : m.end() + 25].strip() for m in RAW_TEX.finditer(text)]
+
+
+def progress_text(html: str) -> list[str]:
+    """Progress-bar text in a page's HTML (scripts other than widget state ignored)."""
+    body = SCRIPT.sub("", html)
+    return [body[max(m.start() - 20, 0) : m.end() + 10].strip() for m in PROGRESS.finditer(body)]
+
+
+def test_no_raw_tex_in_visible_text(survey):
+    found = {doc: hits for doc, data in survey.items() if (hits := raw_tex(data["text"]))}
+    assert not found, _report(found, "raw TeX in the visible text (outside typeset math and code)")
+
+
+def test_no_display_equation_wider_than_its_column(survey):
+    found = {doc: data["wide"] for doc, data in survey.items() if data["wide"]}
+    assert not found, _report(found, f"display equations wider than the column at {VIEWPORT['width']} px "
+                                     "(split them with aligned / line breaks)")
+
+
+def test_no_javascript_errors(survey):
+    found = {doc: data["errors"] for doc, data in survey.items() if data["errors"]}
+    assert not found, _report(found, "JavaScript errors")
+
+
+def test_every_output_image_is_a_numbered_captioned_figure(survey):
+    found = {doc: data["unfigured"] for doc, data in survey.items() if data["unfigured"]}
+    assert not found, _report(found, "output images outside a numbered, captioned figure "
+                                     '(cell metadata {"mystnb": {"figure": {"caption": ..., "name": ...}}})')
+
+
+def test_every_explorer_has_a_static_image_in_its_own_cell(survey):
+    found = {doc: data["bare"] for doc, data in survey.items() if data["bare"]}
+    assert not found, _report(found, "explorers (widgets) without a static figure in a neighbouring cell")
+
+
+def test_no_progress_bars(survey):
+    found = {doc: hits for doc, data in survey.items() if (hits := progress_text(data["html"]))}
+    assert not found, _report(found, "progress-bar output (tqdm text or progress widgets)")
+
+
+def test_survey_covers_every_page_of_the_toc(survey):
+    """The survey saw the chapters, the prose pages and the generated API pages."""
+    pages = set(survey)
+    want = {"book/welcome", "book/ledger", "book/glossary", "book/notation", "book/api/index"}
+    want |= {str(p.relative_to(ROOT).with_suffix("")) for p in (ROOT / "notebooks").glob("*.ipynb")}
+    missing = sorted(want - pages)
+    assert not missing, f"pages not built: {missing}"
+    assert any(p.startswith("book/api/nqf_lite.") for p in pages), "no generated API page was built"
+
+
+@pytest.mark.parametrize(
+    "text, hits",
+    [
+        ("the form $f_x(W)$ is", 1), ("a \\frac{1}{2} here", 1), ("\\begin{aligned}", 1), ("\\(x\\)", 1),
+        ("costs 5 $ and 6 $ each", 0), ("US$ 5", 0), ("plain text, no math", 0), ("a\\alpha", 1),
+    ],
+)
+def test_raw_tex_detector(text, hits):
+    assert len(raw_tex(text)) == hits
+
+
+@pytest.mark.parametrize(
+    "html, hits",
+    [
+        ("<pre>100%|██████████| 50/50 [00:01<00:00, 42.1it/s]</pre>", 1), ("<pre>3.5 s/it</pre>", 1),
+        ('<script type="application/vnd.jupyter.widget-state+json">{"FloatProgressModel"}</script>', 1),
+        ("<p>accuracy 93% | loss</p>", 0), ("<script>var a = '5it/s';</script>", 0),
+    ],
+)
+def test_progress_detector(html, hits):
+    assert bool(progress_text(html)) == bool(hits)
