@@ -15,6 +15,7 @@ the page says that the ledger is produced by the book build.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -29,12 +30,15 @@ from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
-FIELDS = ("chapter", "key", "statement", "source", "prediction", "measured", "criterion", "passed")
+from nqf_lite.claims import CLAIMS_DIR_ENV, Claim
+
+# The record schema has one source, nqf_lite.claims.Claim: fields without a default are required.
+FIELDS = tuple(f.name for f in dataclasses.fields(Claim) if f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING)
 #: Optional fields (records written before they existed still render): the
 #: ensemble size, the seed-to-seed standard deviation, and the fraction of the
 #: tolerance the measurement uses at the default seed.
-OPTIONAL_FIELDS = ("n_seeds", "spread", "margin")
+OPTIONAL_FIELDS = tuple(f.name for f in dataclasses.fields(Claim) if f.name not in FIELDS and f.name != "extra")
 HEADERS = ("Claim (key)", "Paper", "Prediction", "Measured (seeds)", "Criterion", "Margin", "Result")
 WIDTHS = (36, 11, 11, 14, 16, 8, 7)
 #: A claim using more than this fraction of its tolerance is flagged as tight.

@@ -66,7 +66,7 @@ def _unit_interval(name: str, x: object) -> float:
 # ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MomentumState:
-    """Closed state of heavy-ball momentum on an NQF (implementation notes Sec. 2.2).
+    """Closed state of heavy-ball momentum on an NQF (paper App. B.3, Cor. 2).
 
     Attributes
     ----------

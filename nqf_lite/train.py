@@ -385,7 +385,7 @@ def train_pair_online(
 def teacher_map(
     D_in: int, V: int, s: Sequence[float] = (1.0, 0.5, 0.25, 0.125), seed: int = 0
 ) -> np.ndarray:
-    """A rank-``k`` teacher ``T* = P diag(s) Q^T`` (implementation notes Sec. 7.2, paper Fig. 2).
+    """A rank-``k`` teacher ``T* = P diag(s) Q^T`` (paper Fig. 2 and its settings in App. C).
 
     Parameters
     ----------

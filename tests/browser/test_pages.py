@@ -14,12 +14,12 @@ Run after building the book: ``pytest tests/browser -m browser``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(os.environ.get("NQF_BOOK_ROOT") or Path(__file__).resolve().parents[2]).resolve()
 
@@ -31,26 +31,16 @@ OUR_SCRIPTS = ("mathjax/", "jupyter-widgets/", "widgets-mathjax3.js")
 SHOWS_ERROR = "shows-error"
 
 
-def _glob_docs(pattern: str) -> list[str]:
-    """Documents matching a ``glob:`` entry of ``_toc.yml`` (e.g. the generated API pages)."""
-    return sorted(str(p.relative_to(ROOT).with_suffix("")) for ext in (".md", ".ipynb") for p in ROOT.glob(pattern + ext))
-
-
-def _toc_docs(node) -> list[str]:
-    if isinstance(node, dict):
-        found = [node["file"]] if "file" in node else []
-        found += _glob_docs(node["glob"]) if "glob" in node else []
-        return found + [d for v in node.values() for d in _toc_docs(v)]
-    if isinstance(node, list):
-        return [d for item in node for d in _toc_docs(item)]
-    return []
+def _load_toc_reader():
+    spec = importlib.util.spec_from_file_location("toc_notebooks", ROOT / "scripts" / "toc_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def toc_pages() -> list[str]:
-    """Every document of ``_toc.yml`` (root first), without extension."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    docs = [toc["root"], *_toc_docs(toc.get("parts", toc.get("chapters", [])))]
-    return [str(Path(d).with_suffix("")) if Path(d).suffix in {".md", ".ipynb"} else d for d in docs]
+    """Every document of ``_toc.yml`` (root first), without extension (read by scripts/toc_notebooks.py)."""
+    return _load_toc_reader().toc_documents(ROOT)
 
 
 def is_notebook(doc: str) -> bool:
