@@ -751,3 +751,20 @@ def test_steps_follow_the_finite_difference_gradient_of_the_loss(rng, batch, gen
     M_new, mu_new = model.closed_step(*moments(W), 4, y, lr, batch=batch, weight_decay=wd)
     W_fd = W - lr * (G + wd * W)
     assert np.max(np.abs(M_new - W_fd @ W_fd.T)) < 1e-8 and np.max(np.abs(mu_new - W_fd.sum(1))) < 1e-8
+
+
+# ----------------------------------------------------------------------- no progress bars anywhere
+def test_training_loops_print_nothing_even_with_progress(rng, capsys):
+    import inspect
+
+    import nqf_lite.form
+    import nqf_lite.train
+
+    model = random_model(rng, m=4, p=3)
+    W = 0.3 * rng.standard_normal((3, 4))
+    model.train(W, np.zeros(4), 0.01, 5, progress=True)
+    model.train_closed(*moments(W), 4, np.zeros(4), 0.01, 5, progress=True)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+    for module in (nqf_lite.form, nqf_lite.train):
+        assert "tqdm" not in inspect.getsource(module)
