@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import positive
+from ._checks import fraction, positive
 from .form import NQF, frame_orthogonal_to_ones
 
 __all__ = ["compress", "compression_residual", "data_subspace", "k_V"]
@@ -28,11 +28,18 @@ def data_subspace(model: NQF, rtol: float = 1e-10) -> np.ndarray:
     Parameters
     ----------
     model : NQF
-    rtol : float
+    rtol : float, 0 < rtol < 1
         Singular values below ``rtol * largest`` count as zero.
+
+    Raises
+    ------
+    ValueError
+        If ``rtol`` is not a finite number in (0, 1) (``rtol >= 1`` would drop
+        the largest direction and return a wrong, too small subspace).
     """
     if not isinstance(model, NQF):
         raise TypeError(f"model must be an NQF, got {type(model).__name__}")
+    rtol = fraction("rtol", rtol)
     p = model.p
     cols = [
         model.g.reshape(-1, p).T,
@@ -46,7 +53,7 @@ def data_subspace(model: NQF, rtol: float = 1e-10) -> np.ndarray:
 
 
 def k_V(model: NQF, rtol: float = 1e-10) -> int:
-    """Dimension of the data subspace of Theorem 3."""
+    """Dimension of the data subspace of Theorem 3 (``rtol`` as in :func:`data_subspace`, 0 < rtol < 1)."""
     return int(data_subspace(model, rtol=rtol).shape[1])
 
 
@@ -73,7 +80,7 @@ def compress(
         Its current (e.g. initial) weights.
     lr : float
         Its learning rate.
-    rtol : float
+    rtol : float, 0 < rtol < 1
         Rank tolerance for :func:`data_subspace`.
     width : int, optional
         The twin's width ``d'``: ``k_V + 1`` (Theorem 3) when ``None``; otherwise
@@ -126,7 +133,7 @@ def compression_residual(model: NQF, W, width: int, rtol: float = 1e-10) -> floa
     W : array, shape (p, d)
     width : int
         The twin's width ``d'``, ``1 <= d' <= k_V + 1`` and ``d' < d``.
-    rtol : float
+    rtol : float, 0 < rtol < 1
         Rank tolerance for :func:`data_subspace`.
 
     Returns

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from ._checks import as_array, width
+from ._checks import as_array, integer, width
 from .form import NQF, moments
 
 __all__ = [
@@ -40,6 +40,12 @@ Module = Callable[[torch.Tensor, Any], torch.Tensor]
 
 #: relative tolerance of the permutation-symmetry check
 SYMMETRY_RTOL = 1e-9
+
+#: default memory budget of :func:`expand` (its Hessian has ``V (d p)^2`` float64 entries)
+MAX_BYTES = 2 * 2**30
+
+#: step sizes of the smoothness check (one-sided difference quotients along random directions)
+SMOOTH_STEPS = (1e-2, 1e-3, 1e-4)
 
 
 class NotSymmetricError(ValueError):
@@ -126,7 +132,14 @@ class Expansion:
 
 
 def _call(f: Module, W: torch.Tensor, x: Any) -> torch.Tensor:
-    out = f(W, x)
+    try:
+        out = f(W, x)
+    except IndexError as exc:
+        p, d = W.shape
+        raise ValueError(
+            f"f(W, x) raised IndexError ({exc}) for W of shape (p, d) = ({p}, {d}): check p = {p}, "
+            "the number of parameters of one neuron (the rows of W) that f indexes"
+        ) from exc
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"f(W, x) must return a torch tensor, got {type(out).__name__}")
     if out.ndim > 1:
@@ -134,10 +147,53 @@ def _call(f: Module, W: torch.Tensor, x: Any) -> torch.Tensor:
     return out.to(torch.float64)
 
 
+def _detach_input(x: Any) -> Any:
+    """``x`` with every torch tensor (also inside tuples and lists) detached from autograd."""
+    if isinstance(x, torch.Tensor):
+        return x.detach()
+    if isinstance(x, (tuple, list)):
+        return type(x)(_detach_input(v) for v in x)
+    return x
+
+
+def _check_input_finite(x: Any, name: str = "x") -> None:
+    """``ValueError`` if a tensor, array or number in ``x`` (or in its tuples and lists) is NaN or inf."""
+    if isinstance(x, torch.Tensor):
+        bad = (x.is_floating_point() or x.is_complex()) and not bool(torch.isfinite(x).all())
+    elif isinstance(x, (np.ndarray, float, np.floating)):
+        arr = np.asarray(x)
+        bad = arr.dtype.kind in "fc" and not bool(np.isfinite(arr).all())
+    elif isinstance(x, (tuple, list)):
+        for i, v in enumerate(x):
+            _check_input_finite(v, f"{name}[{i}]")
+        return
+    else:
+        return
+    if bad:
+        raise ValueError(f"{name} contains NaN or inf: the expansion of f at such an input is undefined")
+
+
+def _check_budget(n: int, V: int, max_bytes: int) -> None:
+    """Refuse up front a Hessian of ``V n^2`` float64 entries above ``max_bytes``."""
+    need = 8 * V * n * n
+    if need > max_bytes:
+        raise ValueError(
+            f"the Hessian of f in the d * p = {n:,} weights ({V} output(s)) has {V * n * n:,} float64 entries "
+            f"and would need {need / 2**30:,.2f} GiB, more than max_bytes = {max_bytes / 2**30:,.2f} GiB; "
+            "lower p or d, or raise max_bytes"
+        )
+
+
 def _derivatives(F: Callable[[torch.Tensor], torch.Tensor], n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Value, gradient (.., n) and Hessian (.., n, n) of ``F`` at zero by autograd."""
     theta0 = torch.zeros(n, dtype=torch.float64)
     value = F(theta0).detach()
+    if not bool(torch.isfinite(value).all()):
+        raise NotSmoothError(
+            f"f(W = 0; x) = {value.numpy()} is not finite: the module is undefined at the origin "
+            "(e.g. 0/0 in a LayerNorm/RMSNorm with eps = 0), a non-finite derivative at W = 0; "
+            "Theorem 1 needs a module that is smooth at the origin"
+        )
     try:
         with warnings.catch_warnings():  # torch.func's internal torch.jit.script deprecation notice
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -149,7 +205,13 @@ def _derivatives(F: Callable[[torch.Tensor], torch.Tensor], n: int) -> tuple[tor
 
         grad = jac(theta0)
         hess = torch.autograd.functional.jacobian(jac, theta0)
-    return value, grad.detach(), hess.detach()
+    grad, hess = grad.detach(), hess.detach()
+    if not (bool(torch.isfinite(grad).all()) and bool(torch.isfinite(hess).all())):
+        raise NotSmoothError(
+            "non-finite derivative at W = 0: the gradient or Hessian of f at the origin is NaN or inf "
+            "(e.g. 0/0 in a LayerNorm/RMSNorm with eps = 0, or sqrt at 0); Theorem 1 needs a C^3 module"
+        )
+    return value, grad, hess
 
 
 def _check_symmetry(f: Module, x: Any, p: int, rng: np.random.Generator) -> None:
@@ -168,14 +230,21 @@ def _check_symmetry(f: Module, x: Any, p: int, rng: np.random.Generator) -> None
 
 
 def _check_smooth(f: Module, x: Any, e: Expansion, rng: np.random.Generator) -> None:
-    """Compare autograd's coefficients with central finite differences at two step sizes.
+    """Compare autograd's coefficients with one-sided difference quotients at three scales.
 
-    For a C^3 module the symmetric difference quotients converge to the
-    autograd coefficients like ``h^2``.  At a kink (ReLU) autograd returns a
-    one-sided derivative, and the gap between the two does not shrink with
-    ``h``: that is what is flagged.
+    Along a random direction ``W`` and for ``s = +1, -1``, a C^3 module has
+
+    .. math::
+
+        \\frac{f(shW) - f_0}{sh} - \\ell = O(h), \\qquad
+        \\frac{f(shW) - f_0 - sh\\,\\ell}{h^2} - q = O(h),
+
+    with ``l = g.mu`` and ``q = mu^T B mu + Tr[M A]`` from autograd.  At a kink
+    autograd returns one branch's derivative (``relu'(0) = 0``, ``sign(0) = 0``)
+    and one of the gaps stays put as ``h`` shrinks: that is flagged.  One-sided
+    quotients see kinks of either parity: ``v relu(u.x)`` (neither even nor odd)
+    as well as the odd ``v |u.x|``, to which a central second difference is blind.
     """
-    steps = (1e-2, 1e-3)
     for _ in range(2):
         W = rng.standard_normal((e.p, e.d))
         M, mu = moments(W)
@@ -183,25 +252,29 @@ def _check_smooth(f: Module, x: Any, e: Expansion, rng: np.random.Generator) -> 
         quad = np.atleast_1d(np.einsum("...ij,i,j->...", e.B, mu, mu) + np.einsum("...ij,ij->...", e.A, M))
         Wt = torch.as_tensor(W, dtype=torch.float64)
         f0 = np.atleast_1d(e.f0)
-        floor = 1e-8 * (1.0 + np.abs(f0) + np.abs(lin) + np.abs(quad))
-        gaps = []
-        for h in steps:
-            fp = np.atleast_1d(_call(f, h * Wt, x).detach().numpy())
-            fm = np.atleast_1d(_call(f, -h * Wt, x).detach().numpy())
-            gaps.append((np.abs((fp - fm) / (2 * h) - lin), np.abs((fp + fm - 2 * f0) / (2 * h * h) - quad)))
-        for order, name in ((0, "first"), (1, "second")):
-            big, small = gaps[0][order], gaps[1][order]
-            stuck = (small > floor) & (small > 0.3 * big)
-            if np.any(stuck):
-                raise NotSmoothError(
-                    f"f is not differentiable at W = 0: its {name}-order autograd coefficient "
-                    f"disagrees with central finite differences by {np.max(small):.3g}, and the gap "
-                    "does not shrink as the step goes from 1e-2 to 1e-3. A kink at the origin "
-                    "(e.g. ReLU) makes the quadratic form wrong; Theorem 1 needs a C^3 module."
-                )
+        floor = 1e-6 * (1.0 + np.abs(f0) + np.abs(lin) + np.abs(quad))
+        for sign in (1.0, -1.0):
+            gaps = []
+            for h in SMOOTH_STEPS:
+                fh = np.atleast_1d(_call(f, sign * h * Wt, x).detach().numpy())
+                first = np.abs((fh - f0) / (sign * h) - lin)
+                second = np.abs((fh - f0 - sign * h * lin) / (h * h) - quad)
+                gaps.append((first, second))
+            for order, name in ((0, "first"), (1, "second")):
+                big, mid, small = (gap[order] for gap in gaps)
+                stuck = (small > floor) & (small > 0.3 * mid) & (mid > 0.3 * big)
+                if np.any(stuck):
+                    raise NotSmoothError(
+                        f"f is not differentiable at W = 0: its {name}-order autograd coefficient disagrees "
+                        f"with one-sided difference quotients by {np.max(small):.3g}, and the gap does not "
+                        f"shrink as the step goes from {SMOOTH_STEPS[0]:g} to {SMOOTH_STEPS[-1]:g}. A kink at "
+                        "the origin (e.g. ReLU, |u.x|) makes the quadratic form wrong; Theorem 1 needs a C^3 module."
+                    )
 
 
-def expand(f: Module, x: Any, p: int, d: int = 2, check: bool = True, seed: int = 0) -> Expansion:
+def expand(
+    f: Module, x: Any, p: int, d: int = 2, check: bool = True, seed: int = 0, *, max_bytes: int = MAX_BYTES
+) -> Expansion:
     """Exact Taylor coefficients ``f0, g, A, B`` of a symmetric module at ``W = 0`` (Eq. 20).
 
     Parameters
@@ -210,17 +283,23 @@ def expand(f: Module, x: Any, p: int, d: int = 2, check: bool = True, seed: int 
         The module, in torch.  ``W`` has shape ``(p, d)`` (neurons as columns,
         float64) for any width ``d``; the output is a scalar or a ``(V,)`` vector.
     x : any
-        One input, passed through to ``f`` unchanged.
+        One input, passed through to ``f`` (torch tensors, also inside tuples
+        and lists, detached from autograd).  Refused if a tensor, array or
+        number in it is NaN or inf.
     p : int
-        Number of parameters of one neuron.
+        Number of parameters of one neuron (the rows of ``W``).
     d : int, default 2
         Width at which the expansion is taken.  Two neurons show every block
         (one diagonal, one off-diagonal); ``f0`` is ``f(0)`` at this width.
     check : bool, default True
         Verify permutation symmetry (at a random width-3 point) and
-        differentiability at the origin (finite differences).
+        differentiability at the origin (one-sided difference quotients at
+        three scales along two random directions, against autograd).
     seed : int
         Seed of the random points used by the checks.
+    max_bytes : int, default 2 GiB
+        Memory budget: ``expand`` refuses up front when the Hessian
+        (``V (d p)^2`` float64 entries) would exceed it.
 
     Returns
     -------
@@ -232,7 +311,11 @@ def expand(f: Module, x: Any, p: int, d: int = 2, check: bool = True, seed: int 
     NotSymmetricError
         If permuting neurons changes ``f`` or the Hessian blocks differ.
     NotSmoothError
-        If ``f`` is not differentiable at the origin (ReLU).
+        If ``f`` is not differentiable at the origin (ReLU, ``|u.x|``), or
+        ``f`` or a derivative at the origin is not finite (``0/0``).
+    ValueError
+        If ``x`` holds NaN or inf, ``f`` indexes ``W`` beyond ``p`` rows, or the
+        Hessian would need more than ``max_bytes``.
     """
     if not callable(f):
         raise TypeError(f"f must be callable as f(W, x), got {type(f).__name__}")
@@ -240,10 +323,17 @@ def expand(f: Module, x: Any, p: int, d: int = 2, check: bool = True, seed: int 
     d = width("d", d)
     if d < 2:
         raise ValueError(f"d must be >= 2 to see the cross-neuron block B, got {d}")
+    max_bytes = integer("max_bytes", max_bytes)
+    x = _detach_input(x)
+    _check_input_finite(x)
+    _check_budget(d * p, 1, max_bytes)  # before f is called on a (p, d) tensor
 
     def F(theta: torch.Tensor) -> torch.Tensor:
         return _call(f, theta.reshape(d, p).T, x)
 
+    with torch.no_grad():
+        V = int(np.prod(F(torch.zeros(d * p, dtype=torch.float64)).shape))
+    _check_budget(d * p, V, max_bytes)
     value, grad, hess = _derivatives(F, d * p)
     vec = value.ndim == 1
     g_all = grad.reshape(*value.shape, d, p).numpy()
@@ -277,7 +367,9 @@ def expand(f: Module, x: Any, p: int, d: int = 2, check: bool = True, seed: int 
     return out
 
 
-def expand_dataset(f: Module, xs: Sequence[Any], p: int, d: int = 2, check: bool = True) -> NQF:
+def expand_dataset(
+    f: Module, xs: Sequence[Any], p: int, d: int = 2, check: bool = True, *, max_bytes: int = MAX_BYTES
+) -> NQF:
     """The NQF of a data set: :func:`expand` at every input, stacked into an :class:`~nqf_lite.NQF`.
 
     The symmetry and smoothness checks run on the first input only.
@@ -292,6 +384,8 @@ def expand_dataset(f: Module, xs: Sequence[Any], p: int, d: int = 2, check: bool
         As in :func:`expand`.
     check : bool
         Run :func:`expand`'s checks on ``xs[0]``.
+    max_bytes : int
+        Memory budget of one :func:`expand` (its Hessian).
 
     Returns
     -------
@@ -300,7 +394,14 @@ def expand_dataset(f: Module, xs: Sequence[Any], p: int, d: int = 2, check: bool
     """
     if len(xs) == 0:
         raise ValueError("xs must hold at least one input")
-    exps = [expand(f, x, p, d=d, check=check and i == 0) for i, x in enumerate(xs)]
+    exps = []
+    for i, x in enumerate(xs):
+        try:
+            exps.append(expand(f, x, p, d=d, check=check and i == 0, max_bytes=max_bytes))
+        except (NotSymmetricError, NotSmoothError):
+            raise
+        except ValueError as exc:
+            raise ValueError(f"xs[{i}]: {exc}") from exc
     return NQF(
         A=np.stack([e.A for e in exps]),
         g=np.stack([e.g for e in exps]),
@@ -341,14 +442,13 @@ def truncation_error(
     numpy.ndarray
         The error per ε (Euclidean norm over outputs for vector modules).
     """
-    W = np.asarray(W, dtype=float)
-    eps = np.asarray(eps_grid, dtype=float)
-    if W.ndim != 2:
-        raise ValueError(f"W must have shape (p, d), got {W.shape}")
-    if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps) & (eps > 0)):
+    W = as_array("W", W, ndim=2)
+    eps = as_array("eps_grid", eps_grid)
+    if eps.ndim != 1 or eps.size == 0 or not np.all(eps > 0):
         raise ValueError("eps_grid must be a non-empty 1-D array of positive numbers")
     if not isinstance(expansion, Expansion):
         raise TypeError(f"expansion must be an Expansion (from expand), got {type(expansion).__name__}")
+    x = _detach_input(x)
     if expansion.p != W.shape[0]:
         raise ValueError(f"expansion has p={expansion.p}, which does not match W with {W.shape[0]} rows")
     errs = []
@@ -358,6 +458,6 @@ def truncation_error(
             exact = f(torch.as_tensor(We, dtype=torch.float64), x).detach().numpy()
             approx = expansion.predict(We)
             if correction is not None:
-                approx = approx + np.asarray(correction(We), dtype=float)
+                approx = approx + as_array("correction(eps W)", correction(We))
             errs.append(float(np.linalg.norm(np.atleast_1d(exact - approx))))
     return np.array(errs)

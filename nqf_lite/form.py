@@ -28,20 +28,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+from scipy.linalg.lapack import dpotrf
 
 from ._checks import (
     as_array,
     batch_indices,
     check_shape,
     check_symmetric,
+    generator,
     integer,
     nonnegative,
     positive,
     width,
 )
 
-__all__ = ["NQF", "frame_orthogonal_to_ones", "moments", "ntk_from_moments", "random_nqf", "realize_moments"]
+__all__ = [
+    "NQF",
+    "REALIZABLE_RTOL",
+    "check_realizable",
+    "frame_orthogonal_to_ones",
+    "moments",
+    "ntk_from_moments",
+    "random_nqf",
+    "realize_moments",
+]
 
 
 def moments(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -75,6 +85,13 @@ class NQF:
         Symmetric cross-neuron coefficients (zero under ZGZ).
     f0 : array, shape (m,) or (m, V), optional
         Outputs at ``W = 0``.
+
+    Notes
+    -----
+    The coefficients are validated once, here, and kept flattened
+    (``A`` as an ``(m V, p²)`` matrix, so that every prediction is one
+    matrix-vector product with ``vec(M)``).  Do not modify ``A``, ``g``,
+    ``B`` or ``f0`` in place after construction.
     """
 
     def __init__(self, A, g=None, B=None, f0=None) -> None:
@@ -84,19 +101,28 @@ class NQF:
         if A.shape[0] == 0 or A.shape[-1] == 0:
             raise ValueError(f"A must hold at least one sample and one parameter, got shape {A.shape}")
         check_symmetric("A", A)
-        self.A = A
+        self.A = np.ascontiguousarray(A)
         self.m = int(A.shape[0])
         self.p = int(A.shape[-1])
         self.V = None if A.ndim == 3 else int(A.shape[1])
         lead = (self.m,) if self.V is None else (self.m, self.V)
-        self.g = np.zeros(lead + (self.p,)) if g is None else as_array("g", g)
+        self.g = np.zeros(lead + (self.p,)) if g is None else np.ascontiguousarray(as_array("g", g))
         check_shape("g", self.g, lead + (self.p,))
-        self.B = np.zeros_like(A) if B is None else as_array("B", B)
+        self.B = np.zeros_like(self.A) if B is None else np.ascontiguousarray(as_array("B", B))
         check_shape("B", self.B, A.shape)
         check_symmetric("B", self.B)
-        self.f0 = np.zeros(lead) if f0 is None else as_array("f0", f0)
+        self.f0 = np.zeros(lead) if f0 is None else np.ascontiguousarray(as_array("f0", f0))
         check_shape("f0", self.f0, lead)
         self._zgz = not (np.any(self.g) or np.any(self.B))
+        # per-model constants: rows of (sample[, output]) coefficients, flattened over (i, j)
+        pp = self.p * self.p
+        self._lead = lead
+        self._A_rows = self.A.reshape(lead + (pp,))
+        self._B_rows = self.B.reshape(lead + (pp,))
+        self._A_mat = self.A.reshape(-1, pp)
+        self._B_mat = self.B.reshape(-1, pp)
+        self._g_mat = self.g.reshape(-1, self.p)
+        self._eye = np.eye(self.p)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -123,11 +149,93 @@ class NQF:
 
     def _y(self, y) -> np.ndarray:
         y = as_array("y", y)
-        lead = (self.m,) if self.V is None else (self.m, self.V)
-        if y.shape != lead:
+        if y.shape != self._lead:
             hint = "" if self.V is None else f" (one label per sample and output, V = {self.V})"
-            raise ValueError(f"y must have shape {lead}{hint}, got {y.shape}")
+            raise ValueError(f"y must have shape {self._lead}{hint}, got {y.shape}")
         return y
+
+    def _batch(self, batch) -> np.ndarray | None:
+        """``None`` for the full batch (no copy of the coefficients), else validated indices."""
+        return None if batch is None else batch_indices(batch, self.m)
+
+    # ------------------------------------------------- unchecked arithmetic (validated inputs)
+    def _f(self, M: np.ndarray, mu: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
+        """Predictions ``f0 + Tr[M A] (+ g.mu + mu^T B mu)`` on the batch ``idx`` (all when ``None``)."""
+        if idx is None:
+            out = self._A_mat @ M.reshape(-1)
+            if not self._zgz:
+                out += self._g_mat @ mu
+                out += self._B_mat @ (mu[:, None] * mu).reshape(-1)
+            return out.reshape(self._lead) + self.f0
+        out = self._A_rows[idx] @ M.reshape(-1)
+        if not self._zgz:
+            out += self.g[idx] @ mu
+            out += self._B_rows[idx] @ (mu[:, None] * mu).reshape(-1)
+        return out + self.f0[idx]
+
+    def _grad(self, lp: np.ndarray, mu: np.ndarray, idx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """``v = sum l' (g + 2 B mu)`` and ``H = sum 2 l' A`` for loss derivatives ``lp`` on the batch."""
+        p = self.p
+        lp = lp.reshape(-1)
+        if idx is None:
+            A, g, B = self._A_mat, self._g_mat, self._B_mat
+        else:
+            A = self._A_rows[idx].reshape(-1, p * p)
+            g, B = (None, None) if self._zgz else (self.g[idx].reshape(-1, p), self._B_rows[idx].reshape(-1, p * p))
+        H = 2.0 * (lp @ A).reshape(p, p)
+        if self._zgz:
+            return np.zeros(p), H
+        v = lp @ g + 2.0 * ((lp @ B).reshape(p, p) @ mu)
+        return v, H
+
+    def _lp(self, f: np.ndarray, y: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
+        """``l' = dL/df = 2 (f - y)/|batch|`` (Eq. 26)."""
+        if idx is None:
+            return 2.0 * (f - y) / self.m
+        return 2.0 * (f - y[idx]) / idx.size
+
+    def _closed(self, M, mu, d, y, lr, idx, wd, f=None) -> tuple[np.ndarray, np.ndarray]:
+        """One unchecked closed step; ``f`` are the batch predictions at ``(M, mu)`` when known."""
+        if f is None:
+            f = self._f(M, mu, idx)
+        v, H = self._grad(self._lp(f, y, idx), mu, idx)
+        # W' = K W - lr v 1^T with K = I - lr (H + wd I), multiplied out (Eqs. 23-24)
+        K = self._eye - lr * H
+        if wd:
+            K -= (lr * wd) * self._eye
+        KM = K @ M
+        M_new = KM @ K.T
+        Kmu = K @ mu
+        if self._zgz:
+            mu_new = Kmu
+        else:
+            lv = lr * v
+            cross = lv[:, None] * Kmu
+            M_new -= cross + cross.T
+            M_new += d * (lv[:, None] * lv)
+            mu_new = Kmu - d * lv
+        M_new += M_new.T
+        M_new *= 0.5
+        if not (np.isfinite(M_new.sum()) and np.isfinite(mu_new.sum())):
+            _diverged(lr)
+        return M_new, mu_new
+
+    def _gd(self, W, y, lr, idx, wd, f=None) -> np.ndarray:
+        """One unchecked explicit step; ``f`` are the batch predictions at ``W`` when known."""
+        mu = W.sum(axis=1)
+        if f is None:
+            f = self._f(W @ W.T, mu, idx)
+        v, H = self._grad(self._lp(f, y, idx), mu, idx)
+        step = H @ W
+        if wd:
+            step += wd * W
+        if not self._zgz:
+            step += v[:, None]
+        step *= lr
+        W_new = W - step
+        if not np.isfinite(W_new.sum()):
+            _diverged(lr)
+        return W_new
 
     # -------------------------------------------------------------- predictions
     def predict(self, M, mu=None, batch=None) -> np.ndarray:
@@ -146,28 +254,25 @@ class NQF:
         ndarray, shape (|batch|,) or (|batch|, V)
         """
         M, mu = self._state(M, mu)
-        idx = batch_indices(batch, self.m)
-        out = self.f0[idx] + np.einsum("n...ij,ij->n...", self.A[idx], M)
-        if not self.zgz:
-            out = out + self.g[idx] @ mu + np.einsum("n...ij,i,j->n...", self.B[idx], mu, mu)
-        return out
+        return self._f(M, mu, self._batch(batch))
 
     def predict_W(self, W, batch=None) -> np.ndarray:
         """Predictions at weights ``W`` of shape (p, d)."""
-        M, mu = moments(self._W(W))
-        return self.predict(M, mu, batch=batch)
+        W = self._W(W)
+        return self._f(W @ W.T, W.sum(axis=1), self._batch(batch))
 
     def loss(self, M, mu, y, batch=None) -> float:
         """Mean squared error of Eq. 26, summed over outputs, averaged over the batch."""
+        M, mu = self._state(M, mu)
         y = self._y(y)
-        idx = batch_indices(batch, self.m)
-        r = self.predict(M, mu, batch=idx) - y[idx]
-        return float(np.sum(r**2) / idx.size)
+        idx = self._batch(batch)
+        r = self._f(M, mu, idx) - (y if idx is None else y[idx])
+        return float(np.sum(r**2) / (self.m if idx is None else idx.size))
 
     def loss_W(self, W, y, batch=None) -> float:
         """:meth:`loss` at weights ``W``."""
-        M, mu = moments(self._W(W))
-        return self.loss(M, mu, y, batch=batch)
+        W = self._W(W)
+        return self.loss(W @ W.T, W.sum(axis=1), y, batch=batch)
 
     # ---------------------------------------------------------------- gradients
     def vH(self, M, mu, y, batch=None) -> tuple[np.ndarray, np.ndarray]:
@@ -178,22 +283,13 @@ class NQF:
         """
         M, mu = self._state(M, mu)
         y = self._y(y)
-        idx = batch_indices(batch, self.m)
-        lp = 2.0 * (self.predict(M, mu, batch=idx) - y[idx]) / idx.size
-        lp = lp.reshape(-1)
-        p = self.p
-        H = 2.0 * np.tensordot(lp, self.A[idx].reshape(-1, p, p), axes=1)
-        if self.zgz:
-            v = np.zeros(p)
-        else:
-            v = lp @ self.g[idx].reshape(-1, p) + 2.0 * np.tensordot(lp, self.B[idx].reshape(-1, p, p), axes=1) @ mu
-        return v, H
+        idx = self._batch(batch)
+        return self._grad(self._lp(self._f(M, mu, idx), y, idx), mu, idx)
 
     def grad_W(self, W, y, batch=None) -> np.ndarray:
         """Gradient of the (batch) loss with respect to every neuron: ``v 1^T + H W``."""
         W = self._W(W)
-        M, mu = moments(W)
-        v, H = self.vH(M, mu, y, batch=batch)
+        v, H = self.vH(W @ W.T, W.sum(axis=1), y, batch=batch)
         return v[:, None] + H @ W
 
     # ----------------------------------------------------------------- training
@@ -214,15 +310,22 @@ class NQF:
         Returns
         -------
         ndarray, shape (p, d)
+
+        Raises
+        ------
+        FloatingPointError
+            If the step produces non-finite weights (learning rate too large).
         """
         lr = positive("lr", lr)
         wd = nonnegative("weight_decay", weight_decay)
         W = self._W(W)
-        M, mu = moments(W)
-        v, H = self.vH(M, mu, y, batch=batch)
-        return _finite(W - lr * (v[:, None] + H @ W + wd * W), lr)
+        y = self._y(y)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._gd(W, y, lr, self._batch(batch), wd)
 
-    def closed_step(self, M, mu, d, y, lr, batch=None, weight_decay: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def closed_step(
+        self, M, mu, d, y, lr, batch=None, weight_decay: float = 0.0, *, trusted: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One step of the closed dynamics of Theorem 2 (Eqs. 23-24); the width is a number.
 
         .. math::
@@ -231,7 +334,9 @@ class NQF:
             \\Delta M = -\\eta(v\\mu^\\top + \\mu v^\\top + HM + MH)
                       + \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top + HMH),
 
-        with ``H`` replaced by ``H + weight_decay I`` under weight decay.
+        with ``H`` replaced by ``H + weight_decay I`` under weight decay.  It is
+        evaluated as ``M' = K M K - (K mu)(eta v)^T - (eta v)(K mu)^T + d eta^2 v v^T``
+        and ``mu' = K mu - d eta v`` with ``K = I - eta H`` (the same polynomial).
 
         Parameters
         ----------
@@ -241,32 +346,39 @@ class NQF:
             Width (number of neurons).
         y, lr, batch, weight_decay
             As in :meth:`gd_step`.
+        trusted : bool, default False
+            Skip the realisability check of ``(M, mu)`` at width ``d`` (for a
+            state that came out of :meth:`closed_step` or :func:`moments`).
 
         Returns
         -------
         (M, mu) after the step.
+
+        Raises
+        ------
+        ValueError
+            If no width-``d`` weights have the moments ``(M, mu)``
+            (:func:`check_realizable`), or an argument is malformed.
+        FloatingPointError
+            If the step produces non-finite moments.
         """
         lr = positive("lr", lr)
         wd = nonnegative("weight_decay", weight_decay)
         d = width("d", d)
         M, mu = self._state(M, mu)
-        v, H = self.vH(M, mu, y, batch=batch)
-        if wd:
-            H = H + wd * np.eye(self.p)
-        Hmu = H @ mu
-        HM = H @ M
-        mu_new = mu - lr * (d * v + Hmu)
-        M_new = (
-            M
-            - lr * (np.outer(v, mu) + np.outer(mu, v) + HM + HM.T)
-            + lr**2 * (d * np.outer(v, v) + np.outer(v, Hmu) + np.outer(Hmu, v) + HM @ H)
-        )
-        return _finite(0.5 * (M_new + M_new.T), lr), _finite(mu_new, lr)
+        y = self._y(y)
+        idx = self._batch(batch)
+        if not trusted:
+            check_realizable(M, mu, d)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._closed(M, mu, d, y, lr, idx, wd)
 
     def train(
         self, W, y, lr, steps: int, batches=None, weight_decay: float = 0.0, progress: bool = False
     ) -> tuple[np.ndarray, np.ndarray]:
         """Run ``steps`` explicit (S)GD steps (:meth:`gd_step`, Eq. 21) and record the predictions.
+
+        Every argument is validated once, before the first step.
 
         Parameters
         ----------
@@ -279,7 +391,7 @@ class NQF:
             ``batches[t]`` holds the sample indices of step ``t``; full batch when ``None``.
         weight_decay : float >= 0
         progress : bool
-            Show a ``tqdm`` progress bar.
+            Accepted for compatibility and ignored: the book shows no progress bars.
 
         Returns
         -------
@@ -289,18 +401,24 @@ class NQF:
             Predictions on every sample at steps ``0, ..., steps``.
         """
         W = self._W(W)
-        y, lr, weight_decay, steps, batches = self._schedule(y, lr, weight_decay, steps, batches)
+        y, lr, wd, steps, batches = self._schedule(y, lr, weight_decay, steps, batches)
         preds = np.empty((steps + 1,) + y.shape)
-        preds[0] = self._record(lr, W=W)
-        for t in tqdm(range(steps), disable=not progress, desc="GD on W"):
-            W = self.gd_step(W, y, lr, batch=batches[t], weight_decay=weight_decay)
-            preds[t + 1] = self._record(lr, W=W)
+        preds[0] = self._f(W @ W.T, W.sum(axis=1), None)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in range(steps):
+                idx = batches[t]
+                W = self._gd(W, y, lr, idx, wd, f=preds[t] if idx is None else None)
+                preds[t + 1] = self._f(W @ W.T, W.sum(axis=1), None)
         return W, preds
 
     def train_closed(
         self, M, mu, d: int, y, lr, steps: int, batches=None, weight_decay: float = 0.0, progress: bool = False
     ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
         """Run ``steps`` steps of the closed recursion (:meth:`closed_step`, Theorem 2) and record the predictions.
+
+        Every argument is validated once, before the first step (including the
+        realisability of ``(M, mu)`` at width ``d``, :func:`check_realizable`);
+        the loop itself is the arithmetic of Eqs. 23-24 only.
 
         Parameters
         ----------
@@ -320,20 +438,16 @@ class NQF:
         """
         M, mu = self._state(M, mu)
         d = width("d", d)
-        y, lr, weight_decay, steps, batches = self._schedule(y, lr, weight_decay, steps, batches)
+        y, lr, wd, steps, batches = self._schedule(y, lr, weight_decay, steps, batches)
+        check_realizable(M, mu, d)
         preds = np.empty((steps + 1,) + y.shape)
-        preds[0] = self._record(lr, M=M, mu=mu)
-        for t in tqdm(range(steps), disable=not progress, desc="closed (M, mu)"):
-            M, mu = self.closed_step(M, mu, d, y, lr, batch=batches[t], weight_decay=weight_decay)
-            preds[t + 1] = self._record(lr, M=M, mu=mu)
-        return (M, mu), preds
-
-    def _record(self, lr: float, W=None, M=None, mu=None) -> np.ndarray:
-        """Predictions on all samples at ``W`` or ``(M, mu)``; a clear error when training has blown up."""
+        preds[0] = self._f(M, mu, None)
         with np.errstate(over="ignore", invalid="ignore"):
-            if W is not None:
-                M, mu = moments(W)
-            return _finite(self.predict(_finite(M, lr), mu), lr)
+            for t in range(steps):
+                idx = batches[t]
+                M, mu = self._closed(M, mu, d, y, lr, idx, wd, f=preds[t] if idx is None else None)
+                preds[t + 1] = self._f(M, mu, None)
+        return (M, mu), preds
 
     def _schedule(self, y, lr, weight_decay, steps, batches) -> tuple:
         """Validate the arguments shared by :meth:`train` and :meth:`train_closed`."""
@@ -350,16 +464,63 @@ class NQF:
         checked = []
         for t, batch in enumerate(batches):
             try:
-                checked.append(batch_indices(batch, self.m))
+                checked.append(self._batch(batch))
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"batches[{t}]: {exc}") from exc
         return y, lr, weight_decay, steps, checked
 
 
-def _finite(X: np.ndarray, lr: float) -> np.ndarray:
-    if not np.all(np.isfinite(X)):
-        raise FloatingPointError(f"training diverged (non-finite weights) at lr = {lr:g}: lower the learning rate")
-    return X
+def _diverged(lr: float) -> None:
+    raise FloatingPointError(f"training diverged (non-finite weights) at lr = {lr:g}: lower the learning rate")
+
+
+#: relative tolerance of :func:`check_realizable` (eigenvalues of ``M - mu mu^T/d`` below
+#: ``-REALIZABLE_RTOL * scale`` are negative, above ``REALIZABLE_RTOL * scale`` count for the rank)
+REALIZABLE_RTOL = 1e-9
+
+
+def check_realizable(M: np.ndarray, mu: np.ndarray, d: int) -> None:
+    """Raise ``ValueError`` unless some width-``d`` weights ``W`` have ``W Wᵀ = M`` and ``W 1 = mu``.
+
+    Such ``W`` exist iff ``M`` is symmetric and ``C = M - mu muᵀ/d`` is positive
+    semi-definite of rank at most ``d - 1`` (``W = mu 1ᵀ/d + U`` with ``U 1 = 0``
+    and ``U Uᵀ = C``); then ``M`` itself is PSD of rank at most ``d``.  The
+    check is a Cholesky factorisation (LAPACK ``dpotrf``) of ``C + tol I`` when ``d > p`` (the rank
+    bound holds automatically) and an eigenvalue count otherwise, with
+    ``tol = REALIZABLE_RTOL * max(max_i |M_ii|, |mu|²/d)``.
+
+    Parameters
+    ----------
+    M : ndarray, shape (p, p)
+        Validated float64 array.
+    mu : ndarray, shape (p,)
+        Validated float64 array.
+    d : int >= 1
+        Width.
+    """
+    check_symmetric("M", M)
+    p = M.shape[0]
+    C = M - (mu[:, None] * mu) / d
+    scale = max(float(np.abs(M.diagonal()).max()), float(mu @ mu) / d)
+    tol = REALIZABLE_RTOL * scale + 1e-300
+    if d > p:
+        shifted = C.copy()
+        shifted.flat[:: p + 1] += tol
+        if dpotrf(shifted, lower=1, clean=0, overwrite_a=1)[1] == 0:  # C + tol I is positive definite
+            return
+    lam = np.linalg.eigvalsh(C)
+    if lam[0] < -tol:
+        raise ValueError(
+            f"(M, mu) is not realisable by any width-{d} weights: M - mu mu^T/d must be positive "
+            f"semi-definite, but its smallest eigenvalue is {lam[0]:.3g} (M must be a Gram matrix W W^T "
+            "and mu = W 1 of the same W)"
+        )
+    rank = int(np.sum(lam > tol))
+    if rank > d - 1:
+        raise ValueError(
+            f"(M, mu) is not realisable by any width-{d} weights: M - mu mu^T/d has rank {rank} > d - 1 = "
+            f"{d - 1} (M = W W^T has rank <= d); pass a width d >= {rank + 1}"
+        )
 
 
 def frame_orthogonal_to_ones(d: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
@@ -376,7 +537,8 @@ def frame_orthogonal_to_ones(d: int, rng: np.random.Generator | int | None = Non
         Randomises the basis; a fixed basis (Gram-Schmidt of ``1, e_2, ..., e_d``) when ``None``.
     """
     d = width("d", d)
-    base = np.eye(d)[:, 1:] if rng is None else np.random.default_rng(rng).standard_normal((d, d - 1))
+    gen = generator("rng", rng)
+    base = np.eye(d)[:, 1:] if gen is None else gen.standard_normal((d, d - 1))
     return np.linalg.qr(np.column_stack([np.ones(d), base]))[0][:, 1:]
 
 
@@ -445,6 +607,7 @@ def realize_moments(M, mu, d: int, rng: np.random.Generator | int | None = None)
     mu = as_array("mu", mu, ndim=1)
     check_shape("mu", mu, (p,))
     d = width("d", d)
+    rng = generator("rng", rng)
     C = M - np.outer(mu, mu) / d
     lam, Q = np.linalg.eigh(0.5 * (C + C.T))
     tol = 1e-12 * max(1.0, float(np.max(np.abs(lam))))

@@ -189,10 +189,7 @@ def _run(
     s: np.ndarray | None,
     k: int,
     record_every: int,
-    progress: bool,
 ) -> PairHistory:
-    from tqdm.auto import tqdm
-
     models = (net, twin)
     opts = [optimizer(name, [p for p in mdl.parameters() if p.requires_grad], lr) for mdl in models]
     rec: dict[str, list] = {key: [] for key in ("step", "loss_net", "loss_twin", "s_net", "s_twin", "gap",
@@ -210,8 +207,7 @@ def _run(
                 if test is not None:
                     rec[f"acc_{tag}"].append(_accuracy(mdl(test[0]), test[1]))
 
-    for t in tqdm(range(steps + 1), desc=f"{type(net).__name__} vs NQF ({name})", disable=not progress,
-                  leave=False):
+    for t in range(steps + 1):
         xb, yb = draw(t)
         outs = [mdl(xb) for mdl in models]
         losses = [_loss(out, yb) for out in outs]
@@ -299,7 +295,7 @@ def train_pair(
     seed : int
         Seed of the mini-batch draws.
     progress : bool
-        Show a tqdm progress bar.
+        Accepted for compatibility and ignored: the book shows no progress bars.
 
     Returns
     -------
@@ -329,7 +325,7 @@ def train_pair(
         tst = (t_in, _targets("test targets", test[1], t_in[0].shape[0], net.V))
     evaluate = None if batch is None else (inputs, Y)
     k = len(s_arr) if s_arr is not None else _int("k", k)
-    return _run(net, twin, draw, evaluate, tst, optimizer, lr, steps, s_arr, k, record_every, progress)
+    return _run(net, twin, draw, evaluate, tst, optimizer, lr, steps, s_arr, k, record_every)
 
 
 def train_pair_online(
@@ -379,7 +375,7 @@ def train_pair_online(
         xb = net._check_inputs(xb)
         return xb, _targets("sampled targets", yb, xb[0].shape[0], net.V)
 
-    return _run(net, twin, draw, ev, None, optimizer, lr, steps, None, _int("k", k), record_every, progress)
+    return _run(net, twin, draw, ev, None, optimizer, lr, steps, None, _int("k", k), record_every)
 
 
 def teacher_map(

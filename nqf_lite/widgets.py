@@ -7,6 +7,12 @@ callbacks altogether: it renders the figure for every slider position up
 front, stacks the PNG images, and ties the slider to the stack with a
 JavaScript link (``ipywidgets.jslink``).  The widget state saved in the
 executed notebook then carries everything the browser needs.
+
+A reader without JavaScript (a PDF, a feed reader, a blocked script) sees no
+widget at all.  So by default (``static=True``) the explorer first displays
+its default view as a plain PNG image output of the same cell: that image is
+the figure every reader sees, and the cell's myst-nb figure metadata
+(``mystnb.figure``: caption and name) numbers and captions it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+from IPython.display import Image, display
 from matplotlib.figure import Figure
 
 __all__ = ["slider_explorer"]
@@ -53,6 +60,7 @@ def slider_explorer(
     description: str,
     fmt: str = "{:g}",
     index: int = 0,
+    static: bool = True,
 ) -> widgets.Widget:
     """A slider that flips through pre-rendered figures, kernel-free.
 
@@ -75,6 +83,14 @@ def slider_explorer(
         ``str.format`` pattern turning a value into its slider label.
     index : int
         Position shown first, ``0 <= index < len(values)``.
+    static : bool, default True
+        First display the view at ``index`` as a plain PNG image output
+        (:class:`IPython.display.Image`, the same bytes as the widget's image
+        at ``index``), then return the widget.  The image is what a reader
+        without JavaScript sees, and what the cell's ``mystnb.figure``
+        caption applies to; put the call in a figure cell
+        (``{"mystnb": {"figure": {"caption": ..., "name": ...}}}``).  With
+        ``False`` only the widget is returned.
 
     Returns
     -------
@@ -86,7 +102,8 @@ def slider_explorer(
     ------
     TypeError
         If ``render`` is not callable, ``description``/``fmt`` are not strings,
-        ``index`` is not an int, or ``render`` does not return a Figure.
+        ``index`` is not an int, ``static`` is not a bool, or ``render`` does
+        not return a Figure.
     ValueError
         If ``values`` is empty, ``index`` is out of range or ``fmt`` cannot
         format a value.
@@ -97,6 +114,8 @@ def slider_explorer(
         raise TypeError(f"description must be a string, got {description!r}")
     if not isinstance(fmt, str):
         raise TypeError(f"fmt must be a str.format pattern, got {fmt!r}")
+    if not isinstance(static, bool):
+        raise TypeError(f"static must be True or False, got {static!r}")
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
         raise TypeError(f"values must be a sequence (list, tuple, 1-D array), got {type(values).__name__}")
     try:
@@ -112,7 +131,7 @@ def slider_explorer(
         raise ValueError(f"index must satisfy 0 <= index < {len(values)}, got {index}")
     labels = _labels(values, fmt)
 
-    images = []
+    pngs = []
     for v in values:
         open_before = set(plt.get_fignums())
         fig = render(v)
@@ -122,10 +141,11 @@ def slider_explorer(
             raise TypeError(
                 f"render({v!r}) must return a matplotlib Figure, got {type(fig).__name__}"
             )
-        images.append(
-            widgets.Image(value=_png(fig), format="png", layout=widgets.Layout(max_width="100%"))
-        )
+        pngs.append(_png(fig))
 
+    if static:
+        display(Image(data=pngs[index], format="png"))
+    images = [widgets.Image(value=png, format="png", layout=widgets.Layout(max_width="100%")) for png in pngs]
     stack = widgets.Stack(images, selected_index=index)
     slider = widgets.SelectionSlider(
         options=[(label, i) for i, label in enumerate(labels)],

@@ -609,3 +609,162 @@ def test_compress_width_rejects_bad_input(rng):
         compression_residual(model, W, None)
     with pytest.raises(TypeError, match="model must be an NQF"):
         compression_residual("model", W, 2)
+
+
+# ------------------------------------------ compression with g, A and B in DIFFERENT subspaces
+def split_subspace_model(rng, m=9, p=12, V=None):
+    """g in span(Q0, Q1), A in span(Q1, Q2, Q3), B in span(Q3, Q4, Q5): each has private directions.
+
+    Returns the model and Q (p, 6); the data subspace of Theorem 3 is span(Q), k_V = 6.
+    """
+    Q = np.linalg.qr(rng.standard_normal((p, 6)))[0]
+    lead = (m,) if V is None else (m, V)
+
+    def sym_in(cols, scale):
+        Z = rng.standard_normal(lead + (len(cols), len(cols)))
+        return scale * np.einsum("ia,...ab,jb->...ij", Q[:, cols], Z + np.swapaxes(Z, -1, -2), Q[:, cols])
+
+    g = 0.1 * rng.standard_normal(lead + (2,)) @ Q[:, [0, 1]].T
+    return NQF(sym_in([1, 2, 3], 0.1), g=g, B=sym_in([3, 4, 5], 0.05), f0=rng.standard_normal(lead)), Q
+
+
+@pytest.mark.parametrize("V", [None, 2])
+def test_data_subspace_is_the_union_of_the_g_A_B_subspaces(rng, V):
+    model, Q = split_subspace_model(rng, V=V)
+    basis = data_subspace(model)
+    assert k_V(model) == 6 and basis.shape == (12, 6)
+    assert np.max(np.abs(basis @ basis.T - Q @ Q.T)) < 1e-10
+
+
+@pytest.mark.parametrize("V", [None, 2])
+def test_compression_is_exact_with_g_A_B_in_different_subspaces(rng, V):
+    model, Q = split_subspace_model(rng, V=V)
+    y = rng.standard_normal((9,) if V is None else (9, V))
+    d, lr = 30, 0.01
+    W = 0.2 * rng.standard_normal((12, d))
+    small, Ws, lr_s = compress(model, W, lr)
+    assert Ws.shape == (12, 7)
+    worst = 0.0
+    for _ in range(200):
+        batch = rng.choice(9, 4, replace=False)
+        W = model.gd_step(W, y, lr, batch=batch)
+        Ws = small.gd_step(Ws, y, lr_s, batch=batch)
+        worst = max(worst, np.max(np.abs(model.predict_W(W) - small.predict_W(Ws))))
+    assert worst < 1e-10
+
+
+@pytest.mark.parametrize("drop", [0, 2, 4], ids=["g-direction", "A-direction", "B-direction"])
+def test_a_twin_missing_one_private_direction_is_wrong(rng, drop):
+    """The test above can fail: a twin built on span(Q) minus one private direction mispredicts at once."""
+    model, Q = split_subspace_model(rng)
+    d, d_small = 30, 6
+    W = 0.2 * rng.standard_normal((12, d))
+    P = np.delete(Q, drop, axis=1)
+    P = P @ P.T
+    M, mu = moments(W)
+    Ws = realize_moments(d / d_small * P @ M @ P, P @ mu, d_small, rng=0)
+    small = NQF(model.A * d_small / d, g=model.g, B=model.B, f0=model.f0)
+    assert np.max(np.abs(model.predict_W(W) - small.predict_W(Ws))) > 1e-4
+
+
+# ----------------------------------------------------------------- the symmetry tolerance is pinned
+def test_symmetry_tolerance_is_tight(rng):
+    """A relative asymmetry of 1e-9 is refused (SYM_RTOL = 1e-10), one of 1e-12 is accepted."""
+    A = rng.standard_normal((3, 4, 4))
+    A = A + np.swapaxes(A, -1, -2)
+    scale = np.max(np.abs(A))
+    E = np.zeros_like(A)
+    E[1, 0, 2] = scale
+    with pytest.raises(ValueError, match="A must be symmetric"):
+        NQF(A + 1e-9 * E)
+    with pytest.raises(ValueError, match="B must be symmetric"):
+        NQF(A, B=A + 1e-9 * E)
+    with pytest.raises(ValueError, match="M must be symmetric"):
+        realize_moments(A[0] @ A[0] + 1e-9 * E[1] * scale, np.zeros(4), 5)
+    NQF(A + 1e-12 * E)  # rounding-level asymmetry is fine
+
+
+# ------------------------------------------------------------ batch: equal to explicit sub-selection
+@pytest.mark.parametrize("V", [None, 2])
+def test_batch_equals_explicit_sub_selection(rng, V):
+    model = random_model(rng, m=10, p=4, V=V, general=True, scale=0.2)
+    y = rng.standard_normal((10,) if V is None else (10, V))
+    W = 0.3 * rng.standard_normal((4, 6))
+    M, mu = moments(W)
+    b = np.array([7, 1, 4])
+    sub = NQF(model.A[b], g=model.g[b], B=model.B[b], f0=model.f0[b])
+    lr, wd = 0.05, 0.01
+    pairs = [
+        (model.predict(M, mu, batch=b), sub.predict(M, mu)),
+        (model.loss(M, mu, y, batch=b), sub.loss(M, mu, y[b])),
+        (model.grad_W(W, y, batch=b), sub.grad_W(W, y[b])),
+        (model.gd_step(W, y, lr, batch=b, weight_decay=wd), sub.gd_step(W, y[b], lr, weight_decay=wd)),
+        (model.closed_step(M, mu, 6, y, lr, batch=b, weight_decay=wd)[0], sub.closed_step(M, mu, 6, y[b], lr, weight_decay=wd)[0]),
+        (model.closed_step(M, mu, 6, y, lr, batch=b)[1], sub.closed_step(M, mu, 6, y[b], lr)[1]),
+    ]
+    for got, want in pairs:
+        assert np.max(np.abs(np.asarray(got) - np.asarray(want))) < 1e-13
+    for got, want in zip(model.vH(M, mu, y, batch=b), sub.vH(M, mu, y[b])):
+        assert np.max(np.abs(got - want)) < 1e-13
+    # and the batch matters: the full-batch step differs
+    assert np.max(np.abs(model.gd_step(W, y, lr) - model.gd_step(W, y, lr, batch=b))) > 1e-4
+
+
+def test_train_batches_equal_explicit_sub_selection(rng):
+    model = random_model(rng, m=8, p=3, general=True, scale=0.2)
+    y = rng.standard_normal(8)
+    W0 = 0.3 * rng.standard_normal((3, 5))
+    batches = [rng.choice(8, 3, replace=False) for _ in range(20)]
+    W = W0
+    for b in batches:
+        W = NQF(model.A[b], g=model.g[b], B=model.B[b], f0=model.f0[b]).gd_step(W, y[b], 0.05)
+    W_T, _ = model.train(W0, y, 0.05, 20, batches=batches)
+    (M_T, mu_T), _ = model.train_closed(*moments(W0), 5, y, 0.05, 20, batches=batches)
+    assert np.max(np.abs(W_T - W)) < 1e-13
+    assert np.max(np.abs(M_T - W @ W.T)) < 1e-12 and np.max(np.abs(mu_T - W.sum(1))) < 1e-12
+
+
+# ------------------------------------------------------- gradient: finite differences of the loss
+def fd_gradient(loss, W, h=1e-6):
+    G = np.zeros_like(W)
+    for idx in np.ndindex(*W.shape):
+        E = np.zeros_like(W)
+        E[idx] = h
+        G[idx] = (loss(W + E) - loss(W - E)) / (2 * h)
+    return G
+
+
+@pytest.mark.parametrize("batch", [None, np.array([0, 3, 5])])
+@pytest.mark.parametrize("general", [False, True])
+def test_steps_follow_the_finite_difference_gradient_of_the_loss(rng, batch, general):
+    """gd_step, closed_step and grad_W against central differences of loss_W (no factor slips through)."""
+    model = random_model(rng, m=6, p=3, V=2, general=general, scale=0.3)
+    y = rng.standard_normal((6, 2))
+    W = 0.5 * rng.standard_normal((3, 4))
+    G = fd_gradient(lambda w: model.loss_W(w, y, batch=batch), W)
+    scale = np.max(np.abs(G))
+    assert scale > 1e-2
+    assert np.max(np.abs(model.grad_W(W, y, batch=batch) - G)) < 1e-7 * scale
+    lr, wd = 1e-2, 0.03
+    W_new = model.gd_step(W, y, lr, batch=batch, weight_decay=wd)
+    assert np.max(np.abs((W - W_new) / lr - (G + wd * W))) < 1e-7 * scale
+    M_new, mu_new = model.closed_step(*moments(W), 4, y, lr, batch=batch, weight_decay=wd)
+    W_fd = W - lr * (G + wd * W)
+    assert np.max(np.abs(M_new - W_fd @ W_fd.T)) < 1e-8 and np.max(np.abs(mu_new - W_fd.sum(1))) < 1e-8
+
+
+# ----------------------------------------------------------------------- no progress bars anywhere
+def test_training_loops_print_nothing_even_with_progress(rng, capsys):
+    import inspect
+
+    import nqf_lite.form
+    import nqf_lite.train
+
+    model = random_model(rng, m=4, p=3)
+    W = 0.3 * rng.standard_normal((3, 4))
+    model.train(W, np.zeros(4), 0.01, 5, progress=True)
+    model.train_closed(*moments(W), 4, np.zeros(4), 0.01, 5, progress=True)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+    for module in (nqf_lite.form, nqf_lite.train):
+        assert "tqdm" not in inspect.getsource(module)

@@ -139,3 +139,64 @@ def test_render_must_return_a_figure():
 def test_description_is_keyword_only():
     with pytest.raises(TypeError):
         slider_explorer(_line, [1.0], "a")  # type: ignore[misc]
+
+
+# ------------------------------------------------------------- static figure (no JavaScript)
+def _png_bytes(fig):
+    """PNG of a figure, rendered independently of slider_explorer (same savefig settings)."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """Every object slider_explorer hands to IPython's display()."""
+    import nqf_lite.widgets as W
+
+    seen = []
+    monkeypatch.setattr(W, "display", lambda *objs, **kw: seen.extend(objs))
+    return seen
+
+
+@pytest.mark.parametrize("index", [0, 2])
+def test_static_png_of_the_default_view_is_displayed_first(shown, index):
+    from IPython.display import Image
+
+    values = [0.5, 1.0, 2.0]
+    box = slider_explorer(_line, values, description="slope", index=index)
+    assert len(shown) == 1 and isinstance(shown[0], Image)
+    assert shown[0].format == "png"
+    data = shown[0].data
+    assert data.startswith(PNG_MAGIC)
+    assert data == _png_bytes(_line(values[index]))  # the default view, rendered independently
+    assert data == bytes(box.children[1].children[index].value)
+    others = [_png_bytes(_line(v)) for i, v in enumerate(values) if i != index]
+    assert all(data != other for other in others)
+    assert plt.get_fignums() == []
+
+
+def test_static_false_displays_nothing(shown):
+    box = slider_explorer(_line, [1.0, 2.0], description="a", static=False)
+    assert shown == [] and isinstance(box, widgets.VBox)
+
+
+def test_static_is_shown_before_the_widget_is_returned(shown):
+    order = []
+
+    def render(v):
+        order.append(("render", len(shown)))
+        return _line(v)
+
+    slider_explorer(render, [1.0, 2.0], description="a")
+    assert order == [("render", 0), ("render", 0)] and len(shown) == 1
+
+
+@pytest.mark.parametrize("bad", [1, "yes", None])
+def test_static_must_be_bool(shown, bad):
+    with pytest.raises(TypeError, match="static"):
+        slider_explorer(_line, [1.0], description="a", static=bad)
+    assert shown == []
