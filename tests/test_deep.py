@@ -413,7 +413,8 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(FloatingPointError, match="lower the learning rate"):
         model.train(x, 1e3 * y, Ws, 1e3, 50)
     with pytest.raises(ValueError, match=r"h must have shape \(\.\.\., n, 12\) \(4 tokens of 3\)"):
-        AttentionLayer(4, 3, 1).forward(torch.zeros(2, 10, dtype=F64), torch.eye(4, dtype=F64), torch.zeros(4, dtype=F64))
+        AttentionLayer(4, 3, 1).forward(torch.zeros(2, 10, dtype=F64), torch.eye(4, dtype=F64),
+                                        torch.zeros(4, dtype=F64))
     with pytest.raises(TypeError, match="pooled must be True or False"):
         AttentionLayer(4, 3, 1, pooled=1)
     with pytest.raises(TypeError, match="n_tokens must be a positive integer"):
