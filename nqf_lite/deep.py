@@ -56,6 +56,7 @@ from ._checks import integer, positive, width
 from .form import realize_moments
 
 __all__ = [
+    "AttentionLayer",
     "DeepNQF",
     "FunctionLayer",
     "Layer",
@@ -216,6 +217,68 @@ class MLPLayer(Layer):
     def forward(self, h: torch.Tensor, M: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
         block = M[..., : self.n_in, self.n_in :]
         return self.slope * self._a(h) @ block
+
+
+class AttentionLayer(Layer):
+    """A single softmax-attention block as an NQF layer (Prop. 2, Eq. 8), value channels as neurons.
+
+    The block maps ``N`` tokens ``X`` (N x D_in) to ``Y = softmax(X W_Q^T W_K X^T / sqrt(d_k)) X W_V^T W_O^T``
+    (every token, ``pooled=False``) or, with a readout ``W_O`` of one row and the query at one token, to the
+    scalar ``W_O W_V X^T softmax(.)`` (``pooled=True``).  At small weights the logits are quadratic in the
+    weights, so every softmax row is ``1/N + O(|W|^2)`` and to leading (quadratic) order each output is
+    ``W_O W_V xbar`` with ``xbar = X^T 1 / N`` the token average: the queries and keys drop out (Prop. 2).
+    Grouping the head's weights by value channel ``a``, neuron ``w_a = (W_V[a, :], W_O[:, a])`` in
+    ``R^{D_in + D_out}`` (width ``d = d_v``), the structure is that of :class:`MLPLayer` with input ``xbar``:
+    ``C = g = B = 0`` and ``A_k = (1/2) [[0, xbar e_o^T], [e_o xbar^T, 0]]`` for an output ``k`` of channel ``o``,
+    the same for every token.  It is the block ``(W_V, W_O)`` of Eq. 8 re-indexed by channel.
+
+    Tokens travel flattened: ``h`` (..., n, N * D_in) holds token ``t`` in columns ``t*D_in ... (t+1)*D_in - 1``.
+
+    Parameters
+    ----------
+    n_tokens : int
+        ``N``.
+    d_in, d_out : int
+        Token dimension before and after the block.
+    pooled : bool
+        ``False``: output every token, ``n_out = N * d_out`` (the input of a next attention layer).
+        ``True``: one output of ``d_out`` values (the readout of the last layer), ``n_out = d_out``.
+    """
+
+    def __init__(self, n_tokens: int, d_in: int, d_out: int, pooled: bool = False) -> None:
+        self.n_tokens = integer("n_tokens", n_tokens)
+        self.d_in, self.d_out = integer("d_in", d_in), integer("d_out", d_out)
+        if not isinstance(pooled, bool):
+            raise TypeError(f"pooled must be True or False, got {type(pooled).__name__}")
+        self.pooled = pooled
+        self.n_in = self.n_tokens * self.d_in
+        self.n_out = self.d_out if pooled else self.n_tokens * self.d_out
+        self.p = self.d_in + self.d_out
+
+    def token_mean(self, h: torch.Tensor) -> torch.Tensor:
+        """``xbar`` (..., n, d_in): the average of the ``N`` tokens held in ``h`` (..., n, N * d_in)."""
+        if h.shape[-1] != self.n_in:
+            raise ValueError(f"h must have shape (..., n, {self.n_in}) ({self.n_tokens} tokens of {self.d_in}), "
+                             f"got {tuple(h.shape)}")
+        return h.reshape(h.shape[:-1] + (self.n_tokens, self.d_in)).mean(-2)
+
+    def _tokens(self, out: torch.Tensor) -> torch.Tensor:
+        """One output per channel (..., n, d_out) -> the layer's output, repeated over tokens unless pooled."""
+        return out if self.pooled else out.repeat((1,) * (out.ndim - 1) + (self.n_tokens,))
+
+    def structure(self, h: torch.Tensor) -> LayerStructure:
+        xbar = self.token_mean(h)
+        lead = tuple(xbar.shape[:-1])
+        A = torch.zeros(lead + (self.d_out, self.p, self.p), dtype=xbar.dtype)
+        block = 0.5 * torch.einsum("...i,kj->...kij", xbar, torch.eye(self.d_out, dtype=xbar.dtype))
+        A[..., : self.d_in, self.d_in :] = block
+        A[..., self.d_in :, : self.d_in] = block.transpose(-1, -2)
+        if not self.pooled:
+            A = A.repeat((1,) * len(lead) + (self.n_tokens, 1, 1))
+        return LayerStructure(torch.zeros(lead + (self.n_out,), dtype=xbar.dtype), None, None, A)
+
+    def forward(self, h: torch.Tensor, M: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+        return self._tokens(self.token_mean(h) @ M[..., : self.d_in, self.d_in :])
 
 
 class ScaledLayer(Layer):

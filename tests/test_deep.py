@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from nqf_lite.architectures.attention import A_mha, mha_layout
 from nqf_lite.deep import (
+    AttentionLayer,
     DeepNQF,
     FunctionLayer,
     Layer,
@@ -113,6 +115,67 @@ def test_scaled_layer_scales_only_A():
     direct = C + 0.25 * torch.einsum("nkij,ij->nk", A, M) + torch.einsum("nki,i->nk", g, mu) \
         + torch.einsum("nkij,i,j->nk", B, mu, mu)
     assert torch.allclose(ScaledLayer(layer, 0.25).forward(x, M, mu), direct, atol=1e-12)
+
+
+def value_neurons(W_V, W_O):
+    """Neurons (W_V[a, :], W_O[:, a]) of one head, one column per value channel a."""
+    return torch.cat([W_V.T, W_O], dim=0)
+
+
+def test_attention_layer_equals_prop2_closed_form():
+    # one head w = vec(W_Q, W_K, W_V, W_O) of Eq. 8 (width 1) against the same head split into value channels
+    D, N, d_k, d_v, V = 3, 5, 2, 4, 2
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((D, N))  # A_mha convention: tokens are columns
+    blocks = {"W_Q": rng.standard_normal((1, d_k, D)), "W_K": rng.standard_normal((1, d_k, D)),
+              "W_V": rng.standard_normal((1, d_v, D)), "W_O": rng.standard_normal((1, V, d_v))}
+    w = mha_layout(D, d_k, d_v, V).pack(blocks)[:, 0]
+    expected = np.einsum("i,oij,j->o", w, A_mha(X[:, 0], X, d_k, d_v, V), w)  # Tr[w w^T A^(o)]
+    layer = AttentionLayer(N, D, V, pooled=True)
+    Wn = value_neurons(torch.as_tensor(blocks["W_V"][0]), torch.as_tensor(blocks["W_O"][0]))
+    h = torch.as_tensor(X.T.reshape(1, N * D))  # one input: tokens flattened token-major
+    out = layer.forward(h, Wn @ Wn.T, Wn.sum(1))
+    assert torch.allclose(out[0], torch.as_tensor(expected), atol=1e-12)
+    # not pooled: the same value at every token
+    every = AttentionLayer(N, D, V).forward(h, Wn @ Wn.T, Wn.sum(1)).reshape(N, V)
+    assert torch.allclose(every, torch.as_tensor(expected).expand(N, V), atol=1e-12)
+
+
+def test_attention_fast_forward_equals_structure_trace():
+    gen = torch.Generator().manual_seed(4)
+    for pooled in (False, True):
+        layer = AttentionLayer(4, 3, 2, pooled=pooled)
+        h = torch.randn(2, 5, 12, generator=gen, dtype=F64)
+        W = torch.randn(2, 5, 7, generator=gen, dtype=F64)
+        M, mu = W @ W.transpose(-1, -2), W.sum(-1)
+        C, g, B, A = layer.structure(h)
+        assert g is None and B is None and torch.all(C == 0) and A.shape == (2, 5, layer.n_out, 5, 5)
+        assert torch.equal(A, A.transpose(-1, -2))
+        assert torch.allclose(layer.forward(h, M, mu), torch.einsum("snkij,sij->snk", A, M), atol=1e-12)
+
+
+def softmax_attention_2layer(X, W_Q1, W_K1, W_V1, W_O1, W_Q2, W_K2, W_V2, v):
+    """The real 2-layer single-head attention model, written out token by token (X: N x D)."""
+    d_k = W_Q1.shape[0]
+    att = torch.softmax(X @ W_Q1.T @ W_K1 @ X.T / d_k**0.5, dim=-1)
+    H = att @ X @ W_V1.T @ W_O1.T
+    a2 = torch.softmax(H @ W_K2.T @ (W_Q2 @ H[-1]) / d_k**0.5, dim=-1)
+    return v @ W_V2 @ H.T @ a2
+
+
+def test_two_attention_layers_are_the_small_weight_limit_of_softmax_attention():
+    # f(eps W) = eps^4 f_NQF + O(eps^6): the relative error falls 4x when eps halves
+    N, D = 6, 3
+    gen = torch.Generator().manual_seed(5)
+    X = torch.randn(N, D, generator=gen, dtype=F64)
+    shapes = [(2, D), (2, D), (4, D), (D, 4), (2, D), (2, D), (4, D), (4,)]
+    P = [torch.randn(*s, generator=gen, dtype=F64) for s in shapes]
+    model = DeepNQF([AttentionLayer(N, D, D), AttentionLayer(N, D, 1, pooled=True)])
+    nqf = model.predict_W(X.reshape(1, N * D), [value_neurons(P[2], P[3]), value_neurons(P[6], P[7][None])])[0, 0]
+    assert torch.isclose(nqf, P[7] @ P[6] @ P[3] @ P[2] @ X.mean(0), atol=1e-12)
+    errs = [abs(float(softmax_attention_2layer(X, *[e * p for p in P]) / e**4 - nqf)) / abs(float(nqf))
+            for e in (0.04, 0.02)]
+    assert errs[0] < 0.05 and 3.5 < errs[0] / errs[1] < 4.5
 
 
 # ------------------------------------------------------------------ gradients: independent checks
@@ -349,6 +412,13 @@ def test_bad_inputs_raise_clear_errors():
         realize_deep([torch.eye(7, dtype=F64)] + Ms[1:], mus, [2, 4, 2])
     with pytest.raises(FloatingPointError, match="lower the learning rate"):
         model.train(x, 1e3 * y, Ws, 1e3, 50)
+    with pytest.raises(ValueError, match=r"h must have shape \(\.\.\., n, 12\) \(4 tokens of 3\)"):
+        AttentionLayer(4, 3, 1).forward(torch.zeros(2, 10, dtype=F64), torch.eye(4, dtype=F64),
+                                        torch.zeros(4, dtype=F64))
+    with pytest.raises(TypeError, match="pooled must be True or False"):
+        AttentionLayer(4, 3, 1, pooled=1)
+    with pytest.raises(TypeError, match="n_tokens must be a positive integer"):
+        AttentionLayer(4.0, 3, 1)
     with pytest.raises(ValueError, match="structure_fn returned A of shape"):
         def wrong_shape(h):
             return torch.zeros(h.shape[0], 1), None, None, torch.zeros(h.shape[0], 1, 2, 3)
