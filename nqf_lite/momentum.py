@@ -12,8 +12,9 @@ closed state of fixed size, whatever the width d::
 
     M = W W^T,   mu = W 1,   S = W Vel^T,   N = Vel Vel^T,   nu = Vel 1.
 
-:func:`heavy_ball_closed_step` advances that state exactly (implementation
-notes Sec. 2.2); :func:`heavy_ball_step` is the explicit update of every neuron.
+:func:`heavy_ball_closed_step` advances that state exactly (Cor. 2 of App. B.3,
+Eq. 209, written out for Polyak momentum); :func:`heavy_ball_step` is the explicit
+update of every neuron.
 Adam (:func:`adam_step`) acts elementwise on W and therefore breaks the closure
 (paper Limitation 5); it is here as the counter-example.
 """

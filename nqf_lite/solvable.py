@@ -564,7 +564,7 @@ def glv_integrate(
 
 
 def gd_discrete_glv(r: object, C: object, z0: object, lr: float, n_steps: int) -> np.ndarray:
-    """Exact abundances under full-batch GD on W: ``z <- z [1 + (lr/2)(r - C z)]^2`` (notes Sec. 4.1).
+    """Exact abundances under full-batch GD on W: ``z <- z [1 + (lr/2)(r - C z)]^2`` (Eq. 32, one GD step).
 
     One GD step multiplies the k-th row of ``P^T W`` by ``1 - lr H~_kk`` with
     ``H~_kk = -(r_k - (C z)_k)/2``, so ``z_k`` is multiplied by its square.

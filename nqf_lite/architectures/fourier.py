@@ -174,7 +174,7 @@ def fourier_nqf_structure(s: object, psi: object, scale: float = 1.0) -> np.ndar
 
 
 def fourier_modes(s: object, b: object, c: float = 1.0, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Growth rates and self-competition of the growing Fourier modes (Eq. 297, notes Sec. 5.1).
+    """Growth rates and self-competition of the growing Fourier modes (Eqs. 296-297).
 
     Mode ``k+`` is the eigenvector ``(a_k + W_k)/sqrt(2)`` of the k-th block of Eq. 296,
     with eigenvalue ``lambda_{n,k} = scale s_k psi_k(x_n)/2``.  For the target
