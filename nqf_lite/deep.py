@@ -38,7 +38,7 @@ Theorem 15: with ``V_l`` an orthonormal basis of the structure span of layer
 learning rate ``lr~_l = (d_l/d'_l) lr_l`` train identically
 (:func:`compress_deep`).
 
-Loss: as in :mod:`nqf_lite.dynamics`, ``L = (1/|b|) sum_{n in b} sum_k (f_nk - y_nk)^2``
+Loss: as in :mod:`nqf_lite.form`, ``L = (1/|b|) sum_{n in b} sum_k (f_nk - y_nk)^2``
 (the mean over the batch, Eq. 26).  Everything is torch float64.  Leading batch
 axes ``...`` on the weights (and the matching ``x``, ``y``) train independent
 members at once: the loss is summed over them, so each member gets its own gradient.

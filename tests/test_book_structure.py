@@ -51,6 +51,16 @@ def test_chapter_is_committed_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_chapter_is_valid_nbformat_with_unique_cell_ids(path):
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)  # raises on a malformed notebook
+    ids = [c.get("id") for c in nb.cells]
+    assert None not in ids, f"{path.name}: cells {[i for i, c in enumerate(ids) if c is None]} have no id"
+    assert len(set(ids)) == len(ids), f"{path.name}: duplicate cell ids"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_chapter_first_cell_installs_nqf_lite_and_is_hidden(path):
     first = cells(path)[0]
     assert first["cell_type"] == "code"

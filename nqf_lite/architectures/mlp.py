@@ -72,7 +72,7 @@ def mlp_module(k: int, act: str = "tanh", V: int | None = None) -> SymmetricModu
 
     Returns
     -------
-    SymmetricModule
+    nqf_lite.architectures.blocks.SymmetricModule
         ``f(W, x)`` with ``W`` of shape ``(k + (V or 1), d)`` and ``x`` of shape ``(k,)``.
     """
     phi, _, _ = activation(act)
