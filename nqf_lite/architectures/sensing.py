@@ -1,7 +1,7 @@
 """Matrix sensing, matrix completion, phase retrieval and quadratic networks (Table 3, rows 1-3, 5-6).
 
 Each row of the paper's Table 3 (App. A.2) is one :class:`~nqf_lite.architectures.base.Model`
-registered in :data:`~nqf_lite.architectures.MODELS`.  All five models of this module are
+registered in ``nqf_lite.architectures.MODELS``.  All five models of this module are
 *exact* neural quadratic forms: their output is ``Tr[M A(x)]`` with ``M = W Wᵀ`` identically
 (Eq. 4), not only to leading order (Eq. 2).  A neuron is one rank-one component of the factor(s):
 a column of ``W`` (of ``[U; V]`` for the rectangular models), so the width ``d`` is the rank of the
