@@ -467,9 +467,10 @@ class DeepNQF:
 
         .. math::
 
-            \\Delta\\mu = -\\eta(d\\,v + H\\mu),\\quad
-            \\Delta M = -\\eta(v\\mu^\\top + \\mu v^\\top + HM + MH)
-                      + \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top + HMH)
+            \\Delta\\mu = -\\eta(d\\,v + H\\mu),
+
+            \\Delta M ={}& -\\eta(v\\mu^\\top + \\mu v^\\top + HM + MH) \\\\
+                      &+ \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top + HMH)
 
         per layer, with ``v``, ``H`` of :meth:`order_gradients` and ``d = widths[l]``.
 

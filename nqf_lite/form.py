@@ -330,9 +330,10 @@ class NQF:
 
         .. math::
 
-            \\Delta\\mu = -\\eta(d\\,v + H\\mu),\\quad
-            \\Delta M = -\\eta(v\\mu^\\top + \\mu v^\\top + HM + MH)
-                      + \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top + HMH),
+            \\Delta\\mu = -\\eta(d\\,v + H\\mu),
+
+            \\Delta M ={}& -\\eta(v\\mu^\\top + \\mu v^\\top + HM + MH) \\\\
+                      &+ \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top + HMH),
 
         with ``H`` replaced by ``H + weight_decay I`` under weight decay.  It is
         evaluated as ``M' = K M K - (K mu)(eta v)^T - (eta v)(K mu)^T + d eta^2 v v^T``
@@ -549,9 +550,9 @@ def ntk_from_moments(nqf: NQF, M, mu, d: int) -> np.ndarray:
 
     .. math::
 
-        \\Theta(x, x') = \\sum_i \\langle\\nabla_{w_i} f_x, \\nabla_{w_i} f_{x'}\\rangle
-        = d\\,u_x^\\top u_{x'} + 2u_x^\\top A_{x'}\\mu + 2\\mu^\\top A_x u_{x'}
-          + 4\\,\\mathrm{Tr}[A_x A_{x'} M].
+        \\Theta(x, x') ={}& \\sum_i \\langle\\nabla_{w_i} f_x, \\nabla_{w_i} f_{x'}\\rangle \\\\
+        ={}& d\\,u_x^\\top u_{x'} + 2u_x^\\top A_{x'}\\mu \\\\
+          &+ 2\\mu^\\top A_x u_{x'} + 4\\,\\mathrm{Tr}[A_x A_{x'} M].
 
     Parameters
     ----------
