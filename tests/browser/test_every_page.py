@@ -107,9 +107,10 @@ MEASURE = r"""
     }
   }
 
-  // 4. explorers (widget views) without a static image in a neighbouring cell of its own
+  // 4. explorers (widget views) without a static image in the same cell, inside a numbered figure
   const cells = Array.from(document.querySelectorAll('.cell'));
-  const hasStatic = cell => cell && Array.from(cell.querySelectorAll('.cell_output img')).some(i => !ours(i));
+  const hasStatic = cell => cell && Array.from(cell.querySelectorAll('.cell_output figure img'))
+    .some(i => !ours(i));
   // a progress bar is not an explorer (test_no_progress_bars reports those)
   const onlyProgress = cell => cell.querySelector('.widget-hprogress, .widget-vprogress, .progress')
     && !cell.querySelector('.widget-slider, .widget-image, .widget-dropdown, .widget-toggle-buttons');
@@ -121,7 +122,7 @@ MEASURE = r"""
     if (i < 0) { bare.push(`widget outside a cell`); continue; }
     if (seen.has(cell) || onlyProgress(cell)) continue;
     seen.add(cell);
-    if (!hasStatic(cells[i - 1]) && !hasStatic(cells[i + 1])) bare.push(cellLabel(view));
+    if (!hasStatic(cell)) bare.push(cellLabel(view));
   }
   return {text, wide, unfigured, bare};
 }
@@ -212,7 +213,8 @@ def test_every_output_image_is_a_numbered_captioned_figure(survey):
 
 def test_every_explorer_has_a_static_image_in_its_own_cell(survey):
     found = {doc: data["bare"] for doc, data in survey.items() if data["bare"]}
-    assert not found, _report(found, "explorers (widgets) without a static figure in a neighbouring cell")
+    assert not found, _report(found, "explorers (widgets) without their static figure in the same cell "
+                                     "(slider_explorer(static=True) in a cell with mystnb figure metadata)")
 
 
 def test_no_progress_bars(survey):
