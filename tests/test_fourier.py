@@ -211,3 +211,55 @@ def test_train_fourier_diverging_lr_is_an_error():
     ones = np.ones(4)
     with pytest.raises(ValueError, match="lr"):
         fo.train_fourier(ones, ones, ones, psi, 10 * np.ones(16), 1e3, 50, model="nqf")
+
+
+@pytest.mark.parametrize("model", ["mlp", "nqf"])
+@pytest.mark.parametrize("grid", ["fourier", "asymmetric"])
+def test_train_fourier_ensemble_is_train_fourier_run_by_run(model, grid):
+    M, P, scale, lr, n = 32, 5, 0.7, 0.4, 40  # M divisible by 4: the folded and mirrored path
+    _, psi = fo.fourier_features(M, P)
+    rng = np.random.default_rng(11)
+    if grid == "asymmetric":  # no grid symmetry to exploit: the plain path
+        psi = psi + 0.1 * rng.normal(size=psi.shape)
+    s = np.arange(1, P + 1) ** -0.5
+    a0, W0 = 0.5 * rng.normal(size=(2, 3, P))
+    # a symmetric target on the Fourier grid (the folded path), a random one otherwise
+    y = psi @ rng.normal(size=P) if grid == "fourier" else rng.normal(size=M)
+    t, L, (a, W) = fo.train_fourier_ensemble(a0, W0, s, psi, y, lr, n, scale=scale, model=model)
+    assert L.shape == (n, 3) and a.shape == W.shape == (3, P)
+    for j in range(3):
+        t1, L1, (a1, W1) = fo.train_fourier(a0[j], W0[j], s, psi, y, lr, n, scale=scale, model=model)
+        np.testing.assert_allclose(L[:, j], L1, rtol=1e-11)
+        np.testing.assert_allclose(a[j], a1, rtol=1e-11, atol=1e-14)
+        np.testing.assert_allclose(W[j], W1, rtol=1e-11, atol=1e-14)
+    np.testing.assert_array_equal(t, t1)
+
+
+def test_grid_folds_use_the_symmetries_only_where_they_hold():
+    _, psi = fo.fourier_features(64, 6)
+    y = fo.fourier_target(psi, np.ones(6))
+    keep, w, q = fo._grid_folds(psi, y)
+    assert keep.size == 33 and q == 17 and w.sum() == pytest.approx(1.0, abs=1e-15)
+    # an asymmetric target (a sine) keeps every point
+    y_sin = np.sin(2 * np.pi * np.arange(64) / 64)
+    assert fo._grid_folds(psi, y_sin)[0].size == 64 and fo._grid_folds(psi, y_sin)[2] == 0
+    _, psi_30 = fo.fourier_features(30, 6)  # M even but not divisible by 4: folded, no mirror
+    keep, _, q = fo._grid_folds(psi_30, fo.fourier_target(psi_30, np.ones(6)))
+    assert keep.size == 16 and q == 0
+    keep, w, q = fo._grid_folds(psi[::-1][:40], y[:40])  # an arbitrary point set: nothing folded
+    assert keep.size == 40 and q == 0 and w.sum() == pytest.approx(1.0, abs=1e-15)
+
+
+def test_train_fourier_ensemble_bad_inputs():
+    _, psi = fo.fourier_features(16, 4)
+    ones = np.ones(4)
+    with pytest.raises(ValueError, match="a0"):
+        fo.train_fourier_ensemble(ones, ones, ones, psi, np.ones(16), 0.1, 2)
+    with pytest.raises(ValueError, match="W0"):
+        fo.train_fourier_ensemble(np.ones((2, 4)), np.ones((3, 4)), ones, psi, np.ones(16), 0.1, 2)
+    with pytest.raises(ValueError, match="model"):
+        fo.train_fourier_ensemble(np.ones((2, 4)), np.ones((2, 4)), ones, psi, np.ones(16), 0.1, 2,
+                                  model="cnn")
+    with pytest.raises(ValueError, match="diverged"):
+        fo.train_fourier_ensemble(np.ones((2, 4)), np.ones((2, 4)), ones, psi, 1e3 * np.ones(16), 50.0,
+                                  200)

@@ -32,6 +32,7 @@ __all__ = [
     "fourier_nqf_structure",
     "fourier_modes",
     "train_fourier",
+    "train_fourier_ensemble",
     "train_tanh_mlp",
 ]
 
@@ -271,6 +272,111 @@ def train_fourier(
                 L[i] = e @ e / M
                 q = (2.0 * scale / M) * s * (psiT @ e)
                 ga, gW = q * W, q * a
+            a -= lr * ga
+            W -= lr * gW
+    if not (np.all(np.isfinite(L)) and np.all(np.isfinite(a)) and np.all(np.isfinite(W))):
+        raise ValueError(f"lr = {lr:g} is too large: gradient descent diverged (overflow)")
+    return lr * np.arange(n_steps), L, (a, W)
+
+
+def _grid_folds(psi: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Distinct grid points of ``(psi, y)`` and their weights; whether the mirror applies.
+
+    On the grid of :func:`fourier_features`, ``psi(x_{M-n}) = psi(x_n)``; when the target
+    shares that symmetry (as a cosine target does) the loss is a weighted sum over
+    ``n = 0..M/2``; and ``psi_k(x_{M/2-n}) = (-1)^k psi_k(x_n)``, so the odd ``tanh`` need
+    only be evaluated for ``n = 0..M/4``.  Returns ``(index, weight, q)``:
+    the points kept, their weights ``w_n`` (``sum_n w_n e_n^2`` is the loss), and ``q = M/4 + 1``
+    when the mirror relation holds (``q = 0`` otherwise).
+    Any other ``psi`` or ``y`` keeps every point.
+    """
+    M = psi.shape[0]
+    n = np.arange(M // 2 + 1)
+    tol = 1e-13 * np.abs(psi).max()
+    if (M % 2 == 0 and np.allclose(psi[(M - n) % M], psi[n], rtol=0, atol=tol)
+            and np.allclose(y[(M - n) % M], y[n], rtol=0, atol=1e-13 * np.abs(y).max())):
+        w = np.full(n.size, 2.0 / M)
+        w[0] = w[-1] = 1.0 / M
+        q = M // 4 + 1
+        mirror = psi[M // 2] * psi[0]
+        ok = (M % 4 == 0 and np.all(np.abs(np.abs(mirror) - psi[0] ** 2) <= 1e-12 * psi[0] ** 2)
+              and np.allclose(psi[M // 2 - np.arange(q)], np.sign(mirror) * psi[:q], rtol=0,
+                              atol=tol))
+        return n, w, q if ok else 0
+    return np.arange(M), np.full(M, 1.0 / M), 0
+
+
+def train_fourier_ensemble(
+    a0: object,
+    W0: object,
+    s: object,
+    psi: object,
+    y: object,
+    lr: float,
+    n_steps: int,
+    scale: float = 1.0,
+    model: str = "mlp",
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """:func:`train_fourier` for an ensemble of initialisations at once, using the grid's symmetries.
+
+    Row ``j`` of ``a0``, ``W0`` is one independent run; every run follows exactly the
+    full-batch GD of :func:`train_fourier` (the same gradients, to rounding).  On the grid of
+    :func:`fourier_features` the loss is folded onto the ``M/2 + 1`` distinct points
+    (``psi(x_{M-n}) = psi(x_n)``, when ``y`` is symmetric too) and, because ``tanh`` is odd and
+    ``psi_k(x_{M/2-n}) = (-1)^k psi_k(x_n)``, ``tanh`` is evaluated on ``M/4 + 1`` points and
+    mirrored.  Any other ``psi`` or ``y`` is used as it is.
+
+    Parameters
+    ----------
+    a0, W0 : array_like, shape (S, P)
+        Initial input and output weights of the ``S`` runs.
+    s, psi, y, lr, n_steps, scale, model
+        As in :func:`train_fourier`.
+
+    Returns
+    -------
+    t : ndarray, shape (n_steps,)
+        ``lr * step``.
+    L : ndarray, shape (n_steps, S)
+        Loss of every run before each update.
+    (a, W) : tuple of ndarray, shape (S, P)
+        Final weights.
+    """
+    psi = as_array("psi", psi, ndim=2)
+    M, P = psi.shape
+    a = as_array("a0", a0, ndim=2).copy()
+    check_shape("a0", a, (a.shape[0], P))
+    W = as_array("W0", W0, ndim=2).copy()
+    check_shape("W0", W, a.shape)
+    s = _vector("s", s, P)
+    y = _vector("y", y, M)
+    scale = positive("scale", scale)
+    lr = positive("lr", lr)
+    n_steps = _steps("n_steps", n_steps)
+    if model not in ("mlp", "nqf"):
+        raise ValueError(f"model must be 'mlp' or 'nqf', got {model!r}")
+    keep, w, q = _grid_folds(psi, y)
+    psiT, y = np.ascontiguousarray(psi[keep].T), y[keep]          # (P, n), (n,)
+    psiTq = np.ascontiguousarray(psiT[:, :q])
+    mirror = np.sign(psi[M // 2] * psi[0])[:, None]
+    L = np.empty((n_steps, a.shape[0]))
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported below
+        for i in range(n_steps):
+            if model == "mlp":
+                if q:
+                    hq = np.tanh((s * a)[:, :, None] * psiTq)
+                    h = np.concatenate([hq, mirror * hq[..., q - 2::-1]], axis=-1)
+                else:
+                    h = np.tanh((s * a)[:, :, None] * psiT)                 # (S, P, n)
+                e = scale * (W[:, None, :] @ h)[:, 0] - y                   # (S, n)
+                g = (2.0 * scale * w * e)[:, :, None]
+                gW = (h @ g)[..., 0]
+                ga = W * s * (((1.0 - h * h) * psiT) @ g)[..., 0]
+            else:
+                e = scale * (s * a * W) @ psiT - y
+                qv = 2.0 * scale * s * ((w * e) @ psiT.T)
+                ga, gW = qv * W, qv * a
+            L[i] = (e * e) @ w
             a -= lr * ga
             W -= lr * gW
     if not (np.all(np.isfinite(L)) and np.all(np.isfinite(a)) and np.all(np.isfinite(W))):
