@@ -31,10 +31,15 @@ __all__ = ["slider_explorer"]
 
 
 def _png(fig: Figure) -> bytes:
-    """Return ``fig`` as PNG bytes and close it."""
+    """Return ``fig`` as PNG bytes at the figure's own dpi (as inline figures are shown) and close it.
+
+    The book sizes figures for its text column (6.9 in at 100 dpi is 690 px); saving at
+    ``savefig.dpi`` instead would make an explorer's images wider than the column, and the
+    browser would shrink their text below the size of every other figure's.
+    """
     buf = io.BytesIO()
     try:
-        fig.savefig(buf, format="png", bbox_inches="tight")
+        fig.savefig(buf, format="png", bbox_inches="tight", dpi=fig.dpi)
     finally:
         plt.close(fig)
     return buf.getvalue()

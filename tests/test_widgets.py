@@ -200,3 +200,21 @@ def test_static_must_be_bool(shown, bad):
     with pytest.raises(TypeError, match="static"):
         slider_explorer(_line, [1.0], description="a", static=bad)
     assert shown == []
+
+
+def test_images_are_saved_at_the_figure_dpi_like_inline_figures(shown):
+    """A 6.9-in figure at 100 dpi fits the 688-px column; savefig.dpi must not enlarge it."""
+    import io
+
+    from PIL import Image
+
+    def wide(_):
+        fig, ax = plt.subplots(figsize=(6.9, 2.0), dpi=100)
+        ax.plot([0.0, 1.0])
+        return fig
+
+    with plt.rc_context({"savefig.dpi": 150}):
+        box = slider_explorer(wide, [1], description="v")
+    width = Image.open(io.BytesIO(box.children[1].children[0].value)).size[0]
+    assert 500 <= width <= 700  # at savefig.dpi = 150 it would be about 900 px
+    assert Image.open(io.BytesIO(shown[0].data)).size[0] == width
