@@ -124,7 +124,16 @@ MEASURE = r"""
     seen.add(cell);
     if (!hasStatic(cell)) bare.push(cellLabel(view));
   }
-  return {text, wide, unfigured, bare};
+  // 5. output figures the browser shrinks: their text ends up smaller than the house 9 pt at 100 dpi
+  const shrunk = [];
+  for (const img of document.querySelectorAll('.cell_output figure img')) {
+    if (ours(img) || !img.naturalWidth) continue;
+    const scale = img.getBoundingClientRect().width / img.naturalWidth;
+    if (scale < 0.9) {
+      shrunk.push(`${cellLabel(img)}: ${img.naturalWidth} px shown at ${Math.round(100 * scale)} %`);
+    }
+  }
+  return {text, wide, unfigured, bare, shrunk};
 }
 """
 
@@ -215,6 +224,12 @@ def test_every_explorer_has_a_static_image_in_its_own_cell(survey):
     found = {doc: data["bare"] for doc, data in survey.items() if data["bare"]}
     assert not found, _report(found, "explorers (widgets) without their static figure in the same cell "
                                      "(slider_explorer(static=True) in a cell with mystnb figure metadata)")
+
+
+def test_no_figure_is_shrunk_to_fit_the_column(survey):
+    found = {doc: data["shrunk"] for doc, data in survey.items() if data["shrunk"]}
+    assert not found, _report(found, "figures wider than the column, shrunk below 90 % (their text below "
+                                     "9 px): draw them at most 6.9 in wide at 100 dpi")
 
 
 def test_no_progress_bars(survey):
