@@ -186,3 +186,13 @@ def batch_indices(batch: object, m: int) -> np.ndarray:
     if arr.min() < 0 or arr.max() >= m:
         raise ValueError(f"batch indices must lie in [0, {m}), got range [{arr.min()}, {arr.max()}]")
     return arr
+
+
+def vector(name: str, value: object, k: int | None = None) -> np.ndarray:
+    """A non-empty 1-D float array named ``name`` (of length ``k`` when given)."""
+    arr = as_array(name, value, ndim=1)
+    if k is not None:
+        check_shape(name, arr, (k,))
+    if arr.size == 0:
+        raise ValueError(f"{name} must hold at least one entry")
+    return arr

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._checks import as_array, check_shape, integer, nonnegative, positive
+from ._checks import vector as _vector
 from .solvable import excess_loss
 
 __all__ = [
@@ -45,15 +46,6 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- helpers
-def _vector(name: str, value: object, k: int | None = None) -> np.ndarray:
-    arr = as_array(name, value, ndim=1)
-    if k is not None:
-        check_shape(name, arr, (k,))
-    if arr.size == 0:
-        raise ValueError(f"{name} must hold at least one entry")
-    return arr
-
-
 def _diag(name: str, C: object, k: int) -> np.ndarray:
     """Diagonal of ``C`` given as (K,) or (K, K); raise if a (K, K) ``C`` is not diagonal."""
     C = as_array(name, C, ndim=(1, 2))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import as_array, check_shape, integer, positive
+from .._checks import vector as _vector
 
 __all__ = [
     "fourier_features",
@@ -35,15 +36,6 @@ __all__ = [
     "train_fourier_ensemble",
     "train_tanh_mlp",
 ]
-
-
-def _vector(name: str, value: object, k: int | None = None) -> np.ndarray:
-    arr = as_array(name, value, ndim=1)
-    if k is not None:
-        check_shape(name, arr, (k,))
-    if arr.size == 0:
-        raise ValueError(f"{name} must hold at least one entry")
-    return arr
 
 
 def _steps(name: str, value: object) -> int:
