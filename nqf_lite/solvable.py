@@ -30,6 +30,7 @@ __all__ = [
     "switch_on_time_exact",
     "plateau_values",
     "excess_loss",
+    "excess_loss_draws",
     "crossing_time",
     "glv_integrate",
     "gd_discrete_glv",
@@ -436,6 +437,44 @@ def excess_loss(z: object, r: object, C: object) -> np.ndarray:
     c = _diag_of_C(C, r.size)
     zinf = np.where(r > 0, r / np.where(c > 0, c, 1.0), 0.0)
     return ((c * (z - zinf) ** 2).sum(axis=-1) / 8.0)[()]
+
+
+def excess_loss_draws(t: object, r: object, C: object, z0: object) -> np.ndarray:
+    """Exact excess loss (Eq. 163 along Eq. 39) of orthogonal features from many starts.
+
+    Column ``j`` is ``excess_loss(feature_trajectory(t, r, C, z0[j]), r, C)``: the loss curve
+    of the start ``z0[j]``.  The starts are evaluated a few at a time, so memory stays at about
+    ``2**16`` numbers per work array whatever ``len(z0)`` (one large ``(T, N K)`` evaluation is
+    several times slower, as each temporary must be fetched fresh from the operating system).
+
+    Parameters
+    ----------
+    t : array_like, shape (T,)
+        Non-negative, non-decreasing gradient-flow times.
+    r : array_like, shape (K,)
+    C : array_like, shape (K, K) or (K,)
+        Diagonal competition matrix, or its diagonal.
+    z0 : array_like, shape (N, K)
+        One start per row, ``>= 0``.
+
+    Returns
+    -------
+    ndarray, shape (T, N)
+    """
+    t = _times(t)
+    r = _vector("r", r)
+    c = _diag_of_C(C, r.size)
+    z0 = as_array("z0", z0, ndim=2)
+    check_shape("z0", z0, (z0.shape[0], r.size))
+    if np.any(z0 < 0):
+        raise ValueError("z0 must be >= 0 (z_k = p_k^T M p_k of a PSD M)")
+    block = max(1, 2**16 // max(1, t.size * r.size))
+    E = np.empty((t.size, z0.shape[0]))
+    for j in range(0, z0.shape[0], block):
+        rows = z0[j:j + block]
+        z = feature_trajectory(t, np.tile(r, len(rows)), np.tile(c, len(rows)), rows.ravel())
+        E[:, j:j + block] = excess_loss(z.reshape(t.size * len(rows), r.size), r, c).reshape(t.size, len(rows))
+    return E
 
 
 def crossing_time(t: object, x: object, level: object, rising: bool = True) -> np.ndarray:

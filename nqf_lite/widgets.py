@@ -35,11 +35,14 @@ def _png(fig: Figure) -> bytes:
 
     The book sizes figures for its text column (6.9 in at 100 dpi is 690 px); saving at
     ``savefig.dpi`` instead would make an explorer's images wider than the column, and the
-    browser would shrink their text below the size of every other figure's.
+    browser would shrink their text below the size of every other figure's.  A figure with a
+    layout engine (the book's figures are constrained) already fills its canvas, so it is saved
+    as it is; any other is cropped to its content (``bbox_inches="tight"``, which draws it twice).
     """
     buf = io.BytesIO()
+    tight = "tight" if fig.get_layout_engine() is None else None
     try:
-        fig.savefig(buf, format="png", bbox_inches="tight", dpi=fig.dpi)
+        fig.savefig(buf, format="png", bbox_inches=tight, dpi=fig.dpi)
     finally:
         plt.close(fig)
     return buf.getvalue()

@@ -198,6 +198,41 @@ def test_switch_on_time_leading_order_limit_and_edges():
 
 
 # ----------------------------------------------------------------------------- losses
+def _logistic_excess(t, r, c, z0):
+    """sum_k c_k (z_k(t) - r_k/c_k)^2 / 8 along z' = z (r - c z), written out for r > 0."""
+    e = np.exp(np.outer(t, r))
+    z = z0 * e / (1 + c * z0 * (e - 1) / r)
+    return (c * (z - r / c) ** 2).sum(axis=1) / 8
+
+
+def test_excess_loss_draws_is_each_start_s_loss_curve():
+    rng = np.random.default_rng(8)
+    K, N = 300, 10                       # 50 x 300 numbers per start: blocks of 4, 4 and 2 starts
+    r, c = rng.uniform(0.5, 2.0, (2, K))
+    z0 = 10.0 ** rng.uniform(-9, -2, (N, K))
+    t = np.linspace(0, 40, 50)
+    E = S.excess_loss_draws(t, r, c, z0)
+    assert E.shape == (50, N)
+    for j in range(N):
+        np.testing.assert_allclose(E[:, j], _logistic_excess(t, r, c, z0[j]), rtol=1e-10)
+    # the diagonal (K, K) form of C is accepted, and one start is a one-column answer
+    np.testing.assert_allclose(S.excess_loss_draws(t, r, np.diag(c), z0[3:4])[:, 0], E[:, 3], rtol=1e-15)
+
+
+def test_excess_loss_draws_bad_inputs():
+    t, r = np.linspace(0, 1, 5), np.ones(3)
+    with pytest.raises(ValueError, match="z0"):
+        S.excess_loss_draws(t, r, r, np.ones(3))          # one start must still be a row
+    with pytest.raises(ValueError, match="z0"):
+        S.excess_loss_draws(t, r, r, np.ones((2, 4)))     # K does not match r
+    with pytest.raises(ValueError, match="z0 must be >= 0"):
+        S.excess_loss_draws(t, r, r, -np.ones((2, 3)))
+    with pytest.raises(ValueError, match="t must be"):
+        S.excess_loss_draws(t[::-1], r, r, np.ones((2, 3)))
+    with pytest.raises(ValueError, match="C"):
+        S.excess_loss_draws(t, r, np.ones(4), np.ones((2, 3)))
+
+
 def test_excess_loss_is_loss_minus_optimum():
     rng = np.random.default_rng(3)
     m = 6

@@ -218,3 +218,24 @@ def test_images_are_saved_at_the_figure_dpi_like_inline_figures(shown):
     width = Image.open(io.BytesIO(box.children[1].children[0].value)).size[0]
     assert 500 <= width <= 700  # at savefig.dpi = 150 it would be about 900 px
     assert Image.open(io.BytesIO(shown[0].data)).size[0] == width
+
+
+@pytest.mark.parametrize("constrained", [True, False])
+def test_constrained_figures_keep_their_canvas_others_are_cropped(shown, constrained):
+    """A constrained figure already fills its canvas: saved as it is, 6.9 in x 100 dpi = 690 px.
+    Without a layout engine the margins are cropped (bbox_inches="tight")."""
+    import io
+
+    from PIL import Image
+
+    def fig_of(_):
+        fig, ax = plt.subplots(figsize=(6.9, 2.0), dpi=100, constrained_layout=constrained)
+        ax.plot([0.0, 1.0])
+        return fig
+
+    box = slider_explorer(fig_of, [1], description="v")
+    size = Image.open(io.BytesIO(box.children[1].children[0].value)).size
+    if constrained:
+        assert size == (690, 200)
+    else:
+        assert size[0] < 690 and size[1] < 200

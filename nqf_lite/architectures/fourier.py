@@ -21,6 +21,7 @@ or its NQF, and the plain tanh MLP baseline of Fig. 5).  It is not a
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from .._checks import as_array, check_shape, integer, positive
 from .._checks import vector as _vector
@@ -349,21 +350,31 @@ def train_fourier_ensemble(
         raise ValueError(f"model must be 'mlp' or 'nqf', got {model!r}")
     keep, w, q = _grid_folds(psi, y)
     psiT, y = np.ascontiguousarray(psi[keep].T), y[keep]          # (P, n), (n,)
-    psiTq = np.ascontiguousarray(psiT[:, :q])
+    psi_tanh = np.ascontiguousarray(psiT[:, :q]) if q else psiT    # the points where tanh is evaluated
     mirror = np.sign(psi[M // 2] * psi[0])[:, None]
     L = np.empty((n_steps, a.shape[0]))
+    # Work arrays, allocated once: the loop itself allocates only (S, n) and (S, P) arrays.
+    # torch's tanh runs in place on the numpy buffer (shared memory): about twice as fast
+    # as numpy's float64 tanh on AVX2 and, like it, accurate to about one ulp.
+    H = np.empty((a.shape[0], P, psiT.shape[1]))                   # tanh(s a psi), every kept point
+    X = np.empty((a.shape[0], P, q)) if q else H                   # tanh on the evaluated points
+    X_torch = torch.from_numpy(X)
+    D = np.empty_like(H)                                           # (1 - h^2) psi
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported below
         for i in range(n_steps):
             if model == "mlp":
+                np.multiply((s * a)[:, :, None], psi_tanh, out=X)
+                X_torch.tanh_()
                 if q:
-                    hq = np.tanh((s * a)[:, :, None] * psiTq)
-                    h = np.concatenate([hq, mirror * hq[..., q - 2::-1]], axis=-1)
-                else:
-                    h = np.tanh((s * a)[:, :, None] * psiT)                 # (S, P, n)
-                e = scale * (W[:, None, :] @ h)[:, 0] - y                   # (S, n)
+                    H[..., :q] = X
+                    np.multiply(mirror, X[..., q - 2::-1], out=H[..., q:])
+                e = scale * (W[:, None, :] @ H)[:, 0] - y                   # (S, n)
                 g = (2.0 * scale * w * e)[:, :, None]
-                gW = (h @ g)[..., 0]
-                ga = W * s * (((1.0 - h * h) * psiT) @ g)[..., 0]
+                gW = (H @ g)[..., 0]
+                np.multiply(H, H, out=D)
+                np.subtract(1.0, D, out=D)
+                np.multiply(D, psiT, out=D)
+                ga = W * s * (D @ g)[..., 0]
             else:
                 e = scale * (s * a * W) @ psiT - y
                 qv = 2.0 * scale * s * ((w * e) @ psiT.T)
@@ -408,14 +419,21 @@ def train_tanh_mlp(
     n_steps = _steps("n_steps", n_steps)
     M = x.size
     L = np.empty(n_steps)
+    H = np.empty((u.size, M))            # tanh(u x), in place by torch (see train_fourier_ensemble)
+    H_torch = torch.from_numpy(H)
+    D = np.empty_like(H)                 # (1 - h^2) x
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported below
         for i in range(n_steps):
-            h = np.tanh(np.outer(u, x))
-            e = v @ h - y
+            np.multiply(u[:, None], x, out=H)
+            H_torch.tanh_()
+            e = v @ H - y
             L[i] = e @ e / M
             g = (2.0 / M) * e
-            gv = h @ g
-            gu = v * (((1.0 - h * h) * x) @ g)
+            gv = H @ g
+            np.multiply(H, H, out=D)
+            np.subtract(1.0, D, out=D)
+            np.multiply(D, x, out=D)
+            gu = v * (D @ g)
             u -= lr * gu
             v -= lr * gv
     if not np.all(np.isfinite(L)):
