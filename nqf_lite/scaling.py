@@ -39,6 +39,7 @@ __all__ = [
     "staircase_loss",
     "LogLogFit",
     "fit_loglog_slope",
+    "fit_loglog_slopes",
     "PowerLawModes",
     "powerlaw_modes",
     "onehot_quadratic_gd",
@@ -407,6 +408,36 @@ def fit_loglog_slope(t: object, L: object, window: tuple[float, float], n: int =
     ll = np.interp(lt, np.log(t), np.log(L))
     slope, intercept = np.polyfit(lt, ll, 1)
     return LogLogFit(float(slope), float(intercept), float(np.log10(hi / lo)))
+
+
+def fit_loglog_slopes(t: object, L: object, windows: object, n: int = 100) -> np.ndarray:
+    """:func:`fit_loglog_slope` for every column of ``L``: one curve per run, each on its window.
+
+    Parameters
+    ----------
+    t : array_like, shape (T,)
+        Strictly increasing positive times, shared by all curves.
+    L : array_like, shape (T, N)
+        Positive losses, one curve per column.
+    windows : array_like, shape (2,) or (N, 2)
+        One window ``(t_lo, t_hi)`` for every curve, or one per curve (row ``j`` for column ``j``),
+        e.g. the switch-on times of each run's own modes.
+    n : int
+        Number of fit points per curve.
+
+    Returns
+    -------
+    ndarray, shape (N,)
+        The fitted slopes (loss exponents are their negatives).
+    """
+    L = as_array("L", L, ndim=2)
+    w = as_array("windows", windows, ndim=(1, 2))
+    if w.ndim == 1:
+        check_shape("windows", w, (2,))
+        w = np.broadcast_to(w, (L.shape[1], 2))
+    else:
+        check_shape("windows", w, (L.shape[1], 2))
+    return np.array([fit_loglog_slope(t, L[:, j], tuple(w[j]), n).slope for j in range(L.shape[1])])
 
 
 # ----------------------------------------------------------------------------- Fig. 3 right / one-hot data

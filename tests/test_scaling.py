@@ -413,3 +413,30 @@ def test_prop9_exponent_by_hand_and_bad_input():
         sc.ntk_drift_exponent(0.0, 0.4)
     with pytest.raises(ValueError, match="alpha_A"):
         sc.ntk_drift_exponent(-0.1, 1.0)
+
+
+def test_fit_loglog_slopes_fits_every_column_on_its_own_window():
+    t = np.geomspace(1.0, 1e4, 400)
+    # column 0: a pure t^-1.5; column 1: t^-0.5 before t = 100 and t^-2 after (continuous)
+    broken = np.where(t < 100, t**-0.5, 100**1.5 * t**-2.0)
+    L = np.column_stack([t**-1.5, broken])
+    common = sc.fit_loglog_slopes(t, L, (2.0, 50.0))
+    np.testing.assert_allclose(common, [-1.5, -0.5], atol=1e-10)
+    own = sc.fit_loglog_slopes(t, L, [(2.0, 50.0), (200.0, 5e3)])   # each column its window
+    np.testing.assert_allclose(own, [-1.5, -2.0], atol=1e-10)
+    # the same numbers as one fit_loglog_slope call per column
+    assert own[1] == sc.fit_loglog_slope(t, broken, (200.0, 5e3)).slope
+
+
+def test_fit_loglog_slopes_bad_inputs():
+    t, L = np.geomspace(1, 10, 5), np.ones((5, 3))
+    with pytest.raises(ValueError, match="L"):
+        sc.fit_loglog_slopes(t, np.ones(5), (2, 5))
+    with pytest.raises(ValueError, match="windows"):
+        sc.fit_loglog_slopes(t, L, (2, 5, 7))
+    with pytest.raises(ValueError, match="windows"):
+        sc.fit_loglog_slopes(t, L, [(2, 5), (2, 5)])          # 2 windows for 3 curves
+    with pytest.raises(ValueError, match="window"):
+        sc.fit_loglog_slopes(t, L, (5, 2))
+    with pytest.raises(ValueError, match="L"):
+        sc.fit_loglog_slopes(t, np.ones((4, 3)), (2, 5))       # T does not match t
