@@ -6,6 +6,20 @@ notebook fails, and with it nbval and the book build, when the science breaks),
 glues the measured value for the prose (``{glue:text}`key`:.3g``), and, when the
 environment variable ``NQF_CLAIMS_DIR`` names a folder, appends a JSON record
 that the book's ledger page collects at build time.
+
+Two kinds of claim are told apart: a *prediction* of the theory (the default),
+and a check of the *code* (bookkeeping, or an identity true by construction,
+such as "the data commute" for data built to commute); the ledger counts them
+separately, so its count of predictions is honest.
+
+Cells can be re-run.  Checking a key again in a later cell execution replaces
+the earlier record (a student re-running a cell).  Within one execution of a
+cell, and anywhere in the book build (``NQF_CLAIMS_DIR`` set, where every cell
+runs once), a key used twice is an error.
+
+A notebook read outside the book (the reader editions a launch button opens)
+cannot show glued numbers in its text; :func:`show_numbers` makes every glued
+value that the text quotes appear under the cell that computes it instead.
 """
 
 from __future__ import annotations
@@ -13,14 +27,19 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Claim", "ClaimFailed", "Claims", "CLAIMS_DIR_ENV", "glue"]
+__all__ = ["Claim", "ClaimFailed", "Claims", "CLAIMS_DIR_ENV", "KINDS", "glue", "show_numbers"]
 
 CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
+#: what a claim is: a prediction of the theory, or a check of the code (true by construction)
+KINDS = ("prediction", "code")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
 
 
 class ClaimFailed(AssertionError):
@@ -42,6 +61,7 @@ class Claim:
     n_seeds: int = 1
     spread: float | None = None
     margin: float | None = None
+    kind: str = "prediction"
     extra: dict = field(default_factory=dict)
 
 
@@ -53,20 +73,100 @@ def _as_float(name: str, value: object) -> float:
     return out
 
 
+#: formats of the glued values a reader edition's text quotes (:func:`show_numbers`)
+_SHOWN: dict[str, str] = {}
+#: values glued during the current cell execution, shown after it
+_PENDING: dict[str, object] = {}
+
+
+def show_numbers(formats: Mapping[str, str]) -> None:
+    """Show, under each cell, the glued values that the notebook's text quotes.
+
+    The book's pages print glued numbers inside the prose.  A notebook opened
+    in Jupyter, JupyterLab or Colab cannot: its text shows ``⟨key⟩`` instead.
+    A reader edition calls this once in its first cell, with the format of
+    every quoted key; from then on, each cell that glues one of them ends with
+    one line, ``Numbers quoted in the text: ⟨key⟩ = value, ...``.
+
+    Parameters
+    ----------
+    formats : mapping of str to str
+        ``{key: format spec}``, e.g. ``{"ch4-gap-M0": ".1e"}``; the spec
+        follows ``format()`` (an empty string for ``str``).
+
+    Raises
+    ------
+    TypeError
+        If ``formats`` is not a mapping of strings to strings.
+    """
+    if not isinstance(formats, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in formats.items()
+    ):
+        raise TypeError(f"formats must map keys (str) to format specs (str), got {formats!r}")
+    _SHOWN.clear()
+    _SHOWN.update(formats)
+    ip = _ipython()
+    if ip is not None and _flush_numbers not in ip.events.callbacks["post_run_cell"]:
+        ip.events.register("post_run_cell", _flush_numbers)
+
+
+def _ipython():
+    """The running IPython shell, or None (plain Python; IPython is optional)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def _formatted(value: object, spec: str) -> str:
+    try:
+        return format(value, spec)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _flush_numbers(*_: object) -> None:
+    """Print the values glued by the cell that just ran (those the text quotes)."""
+    if not _PENDING:
+        return
+    parts = [f"⟨{k}⟩ = {_formatted(v, _SHOWN[k])}" for k, v in _PENDING.items()]
+    _PENDING.clear()
+    print("Numbers quoted in the text: " + ", ".join(parts))
+
+
 def glue(key: str, value: object, display: bool = False) -> None:
     """Glue ``value`` under ``key`` for the prose (``{glue:text}`key`:.3g``).
 
     A thin wrapper of ``myst_nb.glue`` that turns numpy scalars into Python
     numbers (so format specs work) and does nothing where myst-nb is not
-    installed (Colab, Binder), so chapters run anywhere.
+    installed (Colab, Binder), so chapters run anywhere.  After
+    :func:`show_numbers`, a value the text quotes is printed under its cell.
     """
     if isinstance(value, np.generic):
         value = value.item()
+    if key in _SHOWN:
+        _PENDING[key] = value
+        if _ipython() is None:  # plain Python: no cell boundary to wait for
+            _flush_numbers()
     try:
         from myst_nb import glue as _myst_glue
     except ImportError:  # a bare kernel: there is no page to glue into
         return
     _myst_glue(key, value, display=display)
+
+
+def _finite_bound(name: str, value: object) -> float:
+    b = _as_float(name, value)
+    if not math.isfinite(b):
+        raise ValueError(f"{name} must be finite (a bound that cannot fail checks nothing), got {value!r}")
+    return b
+
+
+def _execution() -> object:
+    """An id of the cell execution running now: IPython's execution count (None outside IPython)."""
+    ip = _ipython()
+    return None if ip is None else ip.execution_count
 
 
 def _n_seeds(value: object) -> int:
@@ -112,10 +212,16 @@ class Claims:
     """
 
     def __init__(self, chapter: str) -> None:
-        if not isinstance(chapter, str) or not chapter:
-            raise TypeError(f"chapter must be a non-empty string, got {chapter!r}")
+        if not isinstance(chapter, str):
+            raise TypeError(f"chapter must be a string, got {chapter!r}")
+        if not _NAME.match(chapter):
+            raise ValueError(
+                f"chapter must be a file name of letters, digits, '-' and '_' (it names the "
+                f"ledger file in the claims folder), got {chapter!r}"
+            )
         self.chapter = chapter
         self.records: list[Claim] = []
+        self._executions: dict[str, object] = {}  # key -> cell execution that checked it
 
     def check(
         self,
@@ -132,6 +238,7 @@ class Claims:
         prediction: str | None = None,
         n_seeds: int = 1,
         spread: float | None = None,
+        kind: str = "prediction",
     ) -> float:
         """Assert one quantitative claim, record it and glue the measurement.
 
@@ -160,6 +267,11 @@ class Claims:
         spread : float, optional
             The measured seed-to-seed spread (standard deviation over the
             ensemble) behind ``measured``; shown in the ledger.
+        kind : {"prediction", "code"}
+            ``"prediction"``: the theory predicts the value.  ``"code"``: a
+            check of the code or of the set-up, true by construction (a row
+            count, a flag, data built to commute do commute); the ledger lists
+            these apart from the predictions.
 
         Returns
         -------
@@ -170,17 +282,28 @@ class Claims:
         ------
         ClaimFailed
             If the criterion is not met (or the measurement is NaN).
+        ValueError
+            If a tolerance or bound is NaN or infinite, ``atol``/``rtol`` is
+            negative, ``kind`` is unknown, or ``key`` was already checked in
+            the same cell execution (in the book build: anywhere in the
+            chapter).
         """
-        if not isinstance(key, str) or not key.replace("-", "").replace("_", "").isalnum():
+        if not isinstance(key, str) or not _NAME.match(key):
             raise ValueError(f"key must be letters, digits, '-' or '_', got {key!r}")
-        if any(c.key == key for c in self.records):
-            raise ValueError(f"claim key {key!r} is used twice in chapter {self.chapter!r}")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        self._forget_rerun(key)
         m = _as_float("measured", measured)
         modes = [expected is not None, at_most is not None, at_least is not None]
         if sum(modes) != 1:
             raise ValueError("give exactly one of expected=, at_most=, at_least=")
+        for name, value in (("atol", atol), ("rtol", rtol)):
+            if value is not None and not (math.isfinite(_as_float(name, value)) and value >= 0):
+                raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
         if expected is not None:
             e = _as_float("expected", expected)
+            if not math.isfinite(e):
+                raise ValueError(f"expected must be finite, got {expected!r}")
             if atol is None and rtol is None:
                 raise ValueError("expected= needs atol= and/or rtol=")
             tol = (atol or 0.0) + (rtol or 0.0) * abs(e)
@@ -190,12 +313,12 @@ class Claims:
             criterion = f"|measured − {e:.4g}| ≤ " + " + ".join(parts)
             pred = prediction or f"{e:.4g}"
         elif at_most is not None:
-            b = _as_float("at_most", at_most)
+            b = _finite_bound("at_most", at_most)
             passed = m <= b
             criterion = f"measured ≤ {b:.3g}"
             pred = prediction or f"≤ {b:.3g}"
         else:
-            b = _as_float("at_least", at_least)
+            b = _finite_bound("at_least", at_least)
             passed = m >= b
             criterion = f"measured ≥ {b:.3g}"
             pred = prediction or f"≥ {b:.3g}"
@@ -205,8 +328,11 @@ class Claims:
         if sp is not None and not (math.isfinite(sp) and sp >= 0):
             raise ValueError(f"spread must be finite and >= 0, got {spread!r}")
         margin = _margin(m, expected, atol, rtol, at_most, at_least)
-        claim = Claim(self.chapter, key, statement, source, pred, m, criterion, passed, n, sp, margin)
+        claim = Claim(
+            self.chapter, key, statement, source, pred, m, criterion, passed, n, sp, margin, kind
+        )
         self.records.append(claim)
+        self._executions[key] = _execution()
         self._write(claim)
         glue(key, m)
         if not passed:
@@ -215,6 +341,20 @@ class Claims:
                 f"criterion {criterion} not met"
             )
         return m
+
+    def _forget_rerun(self, key: str) -> None:
+        """Drop the record of ``key`` when a later cell execution checks it again.
+
+        Raises ``ValueError`` when ``key`` was checked in this same execution,
+        or anywhere in a book build (``NQF_CLAIMS_DIR`` set: each cell runs once
+        there, so a repeat is a duplicate key, not a re-run).
+        """
+        if key not in self._executions:
+            return
+        if os.environ.get(CLAIMS_DIR_ENV) or self._executions[key] == _execution():
+            raise ValueError(f"claim key {key!r} is used twice in chapter {self.chapter!r}")
+        self.records = [c for c in self.records if c.key != key]
+        del self._executions[key]
 
     def summary(self) -> str:
         """Check that the chapter recorded claims and that all passed; return one line.
@@ -230,11 +370,15 @@ class Claims:
         if failed:
             raise ClaimFailed(f"chapter {self.chapter!r}: claims failed: {', '.join(failed)}")
         ens = sum(c.n_seeds > 1 for c in self.records)
-        n = len(self.records)
-        return (
-            f"{n} claim{'s' if n != 1 else ''} checked, all pass "
-            f"({ens} on ensembles of seeds); every claim is listed in the claims ledger."
+        code = sum(c.kind == "code" for c in self.records)
+        n = len(self.records) - code
+        text = (
+            f"{n} prediction{'s' if n != 1 else ''} checked, all pass "
+            f"({ens} on ensembles of seeds)"
         )
+        if code:
+            text += f", and {code} check{'s' if code != 1 else ''} of the code"
+        return text + "; every claim is listed in the claims ledger."
 
     def _write(self, claim: Claim) -> None:
         folder = os.environ.get(CLAIMS_DIR_ENV)

@@ -12,7 +12,18 @@ A reader without JavaScript (a PDF, a feed reader, a blocked script) sees no
 widget at all.  So by default (``static=True``) the explorer first displays
 its default view as a plain PNG image output of the same cell: that image is
 the figure every reader sees, and the cell's myst-nb figure metadata
-(``mystnb.figure``: caption and name) numbers and captions it.
+(``mystnb.figure``: caption and name) numbers and captions it.  In the HTML
+book the widget takes the static image's place inside the figure once it is
+drawn (``static/explorer-figure.js``), so each explorer is one figure.
+
+The explorer runs wherever the chapter runs.  With ipywidgets 8 (the book's
+build) the views sit in an ``ipywidgets.Stack`` linked in the browser.
+ipywidgets 7 (Colab ships 7.7) has no ``Stack``: there the control swaps the
+image of one ``ipywidgets.Image`` from Python, which needs the live kernel a
+notebook has.  Without ipywidgets the static image is the whole explorer, and
+one line says how to get the control.  ipywidgets and IPython are optional
+dependencies of ``nqf_lite`` (the ``book`` extra); they are imported only when
+an explorer is built.
 """
 
 from __future__ import annotations
@@ -22,12 +33,45 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Integral
 from typing import Any
 
-import ipywidgets as widgets
 import matplotlib.pyplot as plt
-from IPython.display import Image, display
 from matplotlib.figure import Figure
 
-__all__ = ["slider_explorer"]
+__all__ = ["CONTROLS", "slider_explorer"]
+
+#: how the reader picks a view: a slider for an ordered parameter, toggle buttons for categories
+CONTROLS = ("slider", "toggle")
+#: printed where ipywidgets is missing; the static image is then the whole explorer
+NO_WIDGETS = (
+    "(This figure is interactive where ipywidgets is installed: "
+    "%pip install ipywidgets, then run the cell again.)"
+)
+
+
+def _display(obj: Any) -> None:
+    """IPython's ``display`` (IPython is optional: without it, nothing is shown)."""
+    try:
+        from IPython.display import display
+    except ImportError:
+        return
+    display(obj)
+
+
+def _show_png(png: bytes) -> None:
+    """Display ``png`` as a plain image output (what readers without JavaScript see)."""
+    try:
+        from IPython.display import Image
+    except ImportError:
+        return
+    _display(Image(data=png, format="png"))
+
+
+def _widgets() -> Any:
+    """The ipywidgets module, or None when it is not installed."""
+    try:
+        import ipywidgets
+    except ImportError:
+        return None
+    return ipywidgets
 
 
 def _png(fig: Figure) -> bytes:
@@ -69,14 +113,17 @@ def slider_explorer(
     fmt: str = "{:g}",
     index: int = 0,
     static: bool = True,
-) -> widgets.Widget:
-    """A slider that flips through pre-rendered figures, kernel-free.
+    control: str = "slider",
+) -> Any:
+    """A slider (or toggle buttons) that flips through pre-rendered figures, kernel-free.
 
     ``render(value)`` is called once per entry of ``values``; every figure is
-    saved to PNG and closed.  The images sit in an :class:`ipywidgets.Stack`
-    whose ``selected_index`` is linked in the browser (``jslink``) to the
-    ``index`` of a :class:`ipywidgets.SelectionSlider`, so moving the slider
-    works in the static HTML page as well as in a live notebook.
+    saved to PNG and closed.  With ipywidgets 8 the images sit in an
+    :class:`ipywidgets.Stack` whose ``selected_index`` is linked in the browser
+    (``jslink``) to the ``index`` of the control, so it works in the static
+    HTML page as well as in a live notebook.  With ipywidgets 7 the control
+    swaps the image of one :class:`ipywidgets.Image` from Python (a live
+    kernel); without ipywidgets only the static image is shown, with a note.
 
     Parameters
     ----------
@@ -113,8 +160,8 @@ def slider_explorer(
         ``index`` is not an int, ``static`` is not a bool, or ``render`` does
         not return a Figure.
     ValueError
-        If ``values`` is empty, ``index`` is out of range or ``fmt`` cannot
-        format a value.
+        If ``values`` is empty, ``index`` is out of range, ``fmt`` cannot
+        format a value, or ``control`` is unknown.
     """
     if not callable(render):
         raise TypeError(f"render must be callable (value -> Figure), got {render!r}")
@@ -124,6 +171,8 @@ def slider_explorer(
         raise TypeError(f"fmt must be a str.format pattern, got {fmt!r}")
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
+    if control not in CONTROLS:
+        raise ValueError(f"control must be one of {CONTROLS}, got {control!r}")
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
         raise TypeError(f"values must be a sequence (list, tuple, 1-D array), got {type(values).__name__}")
     try:
@@ -151,17 +200,44 @@ def slider_explorer(
             )
         pngs.append(_png(fig))
 
-    if static:
-        display(Image(data=pngs[index], format="png"))
-    images = [widgets.Image(value=png, format="png", layout=widgets.Layout(max_width="100%")) for png in pngs]
-    stack = widgets.Stack(images, selected_index=index)
-    slider = widgets.SelectionSlider(
-        options=[(label, i) for i, label in enumerate(labels)],
+    widgets = _widgets()
+    if static or widgets is None:
+        _show_png(pngs[index])
+    if widgets is None:
+        print(NO_WIDGETS)
+        return None
+    picker = _control(widgets, control, labels, index, description)
+    if hasattr(widgets, "Stack"):  # ipywidgets >= 8: linked in the browser, no kernel needed
+        images = [_image(widgets, png) for png in pngs]
+        views = widgets.Stack(images, selected_index=index)
+        widgets.jslink((picker, "index"), (views, "selected_index"))
+    else:  # ipywidgets 7: one image, swapped by the kernel
+        views = _image(widgets, pngs[index])
+
+        def show(change: dict) -> None:
+            views.value = pngs[change["new"]]
+
+        picker.observe(show, names="index")
+    return widgets.VBox([picker, views])
+
+
+def _image(widgets: Any, png: bytes) -> Any:
+    return widgets.Image(value=png, format="png", layout=widgets.Layout(max_width="100%"))
+
+
+def _control(widgets: Any, control: str, labels: list[str], index: int, description: str) -> Any:
+    """The slider or the toggle buttons, with ``index`` as the linked trait."""
+    options = [(label, i) for i, label in enumerate(labels)]
+    style = {"description_width": "initial"}
+    if control == "toggle":
+        return widgets.ToggleButtons(
+            options=options, index=index, description=description, style=style
+        )
+    return widgets.SelectionSlider(
+        options=options,
         index=index,
         description=description,
         continuous_update=True,
-        style={"description_width": "initial"},
+        style=style,
         layout=widgets.Layout(width="min(32rem, 100%)"),
     )
-    widgets.jslink((slider, "index"), (stack, "selected_index"))
-    return widgets.VBox([slider, stack])

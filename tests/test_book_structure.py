@@ -148,7 +148,26 @@ def test_chapter_closes_with_the_claims_summary(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_chapter_has_label_title_exercises_and_no_local_paths(path):
     md = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "markdown")
-    assert re.search(r"^\(ch\d+-[\w-]+\)=\s*\n# \d+\. ", md, flags=re.M), "label line then a numbered title"
+    assert re.search(r"^\(ch\d+-[\w-]+\)=\s*\n# [A-Z]", md, flags=re.M), "label line then the title"
+    assert not re.search(r"^# \d+\. ", md, flags=re.M), "the table of contents numbers chapters, not the title"
     assert md.count("```{exercise}") >= 2 and md.count("```{solution}") >= 2
     code = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "code")
     assert "/work/" not in code and "from myst_nb" not in code
+
+
+@pytest.mark.parametrize("path", [ROOT / p for p in toc_notebooks()], ids=lambda p: p.stem)
+def test_code_is_formatted_and_fits_the_column(path):
+    """Code cells are ruff-formatted (pyproject.toml: line length 79) and no line is wider."""
+    long = [
+        f"cell {c.get('id')}: {line[:40]}..."
+        for c in cells(path)
+        if c["cell_type"] == "code"
+        for line in source(c).splitlines()
+        if len(line) > 79
+    ]
+    assert not long, f"{path.name}: {len(long)} code line(s) over 79 characters: {long[:3]}"
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed (it is in requirements.txt)")
+    out = subprocess.run([ruff, "format", "--check", "--diff", str(path)], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, f"{path.name} is not ruff-formatted:\n{out.stdout[:2000]}"

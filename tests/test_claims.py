@@ -5,10 +5,12 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from docutils import nodes
 
-from nqf_lite.claims import CLAIMS_DIR_ENV, ClaimFailed, Claims
+import nqf_lite.claims as claims_module
+from nqf_lite.claims import CLAIMS_DIR_ENV, ClaimFailed, Claims, glue
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
@@ -96,6 +98,7 @@ def test_jsonl_written_when_env_set(claims_dir):
         "n_seeds": 1,
         "spread": None,
         "margin": 0.0,
+        "kind": "prediction",
         "extra": {},
     }
     assert recs[1]["prediction"] == "small"
@@ -141,10 +144,94 @@ def test_duplicate_key_and_bad_chapter(no_claims_dir):
     c.check("k", "s", 1.0, at_most=2.0)
     with pytest.raises(ValueError, match="twice"):
         c.check("k", "s", 1.0, at_most=2.0)
-    with pytest.raises(TypeError, match="chapter"):
+    with pytest.raises(ValueError, match="chapter"):
         Claims("")
     with pytest.raises(TypeError, match="chapter"):
         Claims(6)
+
+
+@pytest.mark.parametrize("name", ["../evil", "a/b", "..", "/abs", "a b", "x\\y", ".hidden"])
+def test_chapter_name_cannot_leave_the_claims_folder(name, claims_dir):
+    with pytest.raises(ValueError, match="chapter"):
+        Claims(name)
+    assert not any(claims_dir.parent.rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize(
+    "criterion",
+    [dict(at_most=math.inf), dict(at_least=-math.inf), dict(at_most=math.nan),
+     dict(expected=1.0, atol=math.inf), dict(expected=1.0, atol=-0.1), dict(expected=1.0, rtol=math.nan),
+     dict(expected=math.inf, atol=1.0), dict(expected=1.0, rtol=-1e-3)],
+)
+def test_a_criterion_that_cannot_fail_is_rejected(criterion, no_claims_dir):
+    with pytest.raises(ValueError, match="at_most|at_least|atol|rtol|expected"):
+        Claims("01_x").check("k", "s", 1.0, **criterion)
+
+
+def test_kind_is_recorded_and_counted_apart(claims_dir):
+    c = Claims("05_k")
+    c.check("p", "a prediction", 1.0, at_most=2.0)
+    c.check("c", "rows counted", 3.0, expected=3.0, atol=0, kind="code")
+    assert [r["kind"] for r in _records(claims_dir, "05_k")] == ["prediction", "code"]
+    assert c.summary().startswith("1 prediction checked, all pass (0 on ensembles of seeds), and 1 check of the code")
+    with pytest.raises(ValueError, match="kind"):
+        c.check("z", "s", 1.0, at_most=2.0, kind="theory")
+
+
+class _FakeShell:
+    """Stands in for IPython: an execution counter and the post_run_cell event."""
+
+    def __init__(self):
+        self.execution_count = 1
+        self.callbacks = []
+        self.events = type("E", (), {"callbacks": {"post_run_cell": self.callbacks},
+                                     "register": lambda _, name, fn: self.callbacks.append(fn)})()
+
+    def run_cell(self):
+        for fn in self.callbacks:
+            fn(None)
+        self.execution_count += 1
+
+
+@pytest.fixture
+def shell(monkeypatch):
+    fake = _FakeShell()
+    monkeypatch.setattr(claims_module, "_ipython", lambda: fake)
+    monkeypatch.setattr(claims_module, "_SHOWN", {})
+    monkeypatch.setattr(claims_module, "_PENDING", {})
+    return fake
+
+
+def test_rerunning_a_cell_replaces_its_claim(shell, no_claims_dir):
+    c = Claims("06_r")
+    c.check("k", "s", 1.0, at_most=2.0)
+    shell.run_cell()
+    c.check("k", "s", 1.5, at_most=2.0)  # the same cell, run again
+    assert [(r.key, r.measured) for r in c.records] == [("k", 1.5)]
+    with pytest.raises(ValueError, match="twice"):  # twice within one execution: a real duplicate
+        c.check("k", "s", 1.0, at_most=2.0)
+
+
+def test_rerun_in_the_book_build_is_a_duplicate(shell, claims_dir):
+    c = Claims("06_b")
+    c.check("k", "s", 1.0, at_most=2.0)
+    shell.run_cell()
+    with pytest.raises(ValueError, match="twice"):
+        c.check("k", "s", 1.0, at_most=2.0)
+
+
+def test_show_numbers_prints_quoted_values_after_the_cell(shell, capsys, no_claims_dir):
+    claims_module.show_numbers({"ch-a": ".2f", "ch-b": ".1e"})
+    glue("ch-a", np.float64(3.14159))
+    glue("not-quoted", 7.0)
+    Claims("07_s").check("ch-b", "s", 0.000123, at_most=1.0)
+    assert capsys.readouterr().out == ""  # nothing before the cell ends
+    shell.run_cell()
+    assert capsys.readouterr().out == "Numbers quoted in the text: ⟨ch-a⟩ = 3.14, ⟨ch-b⟩ = 1.2e-04\n"
+    shell.run_cell()
+    assert capsys.readouterr().out == ""  # shown once
+    with pytest.raises(TypeError, match="formats"):
+        claims_module.show_numbers({"a": 3})
 
 
 # ---------------------------------------------------------------- _ext/claims_ledger.py
@@ -375,7 +462,7 @@ def test_summary_checks_records():
         c.summary()
     c.check("a", "s", 1.0, at_most=2.0, n_seeds=3)
     line = c.summary()
-    assert line.startswith("1 claim checked, all pass (1 on ensembles")
+    assert line.startswith("1 prediction checked, all pass (1 on ensembles")
 
 
 # ---------------------------------------------------------------- _ext/html_assets.py

@@ -158,7 +158,7 @@ def shown(monkeypatch):
     import nqf_lite.widgets as W
 
     seen = []
-    monkeypatch.setattr(W, "display", lambda *objs, **kw: seen.extend(objs))
+    monkeypatch.setattr(W, "_display", seen.append)
     return seen
 
 
@@ -239,3 +239,59 @@ def test_constrained_figures_keep_their_canvas_others_are_cropped(shown, constra
         assert size == (690, 200)
     else:
         assert size[0] < 690 and size[1] < 200
+
+
+def test_toggle_buttons_for_categories_link_index_in_the_browser():
+    box = slider_explorer(_line, [1.0, 2.0, 3.0], description="model", fmt="{:g}", control="toggle", index=1)
+    picker, stack = box.children
+    assert isinstance(picker, widgets.ToggleButtons) and isinstance(stack, widgets.Stack)
+    assert picker.index == 1 and stack.selected_index == 1
+    assert [label for label, _ in picker.options] == ["1", "2", "3"]
+    state = embed_data(views=[box])["manager_state"]["state"]
+    link = [m for m in state.values() if m["model_name"] == "LinkModel"]
+    assert link, "no jslink in the embedded state"
+    ends = {tuple(v) for v in (link[-1]["state"]["source"], link[-1]["state"]["target"])}
+    assert {e[1] for e in ends} == {"index", "selected_index"}
+    with pytest.raises(ValueError, match="control"):
+        slider_explorer(_line, [1.0], description="a", control="dropdown")
+
+
+class _Ipywidgets7:
+    """ipywidgets as version 7 has it: everything but Stack."""
+
+    def __getattr__(self, name):
+        if name == "Stack":
+            raise AttributeError(name)
+        return getattr(widgets, name)
+
+
+def test_ipywidgets_7_swaps_one_image_from_the_kernel(monkeypatch):
+    import nqf_lite.widgets as W
+
+    monkeypatch.setattr(W, "_widgets", lambda: _Ipywidgets7())
+    values = [0.5, 1.0, 2.0]
+    box = slider_explorer(_line, values, description="slope", static=False)
+    picker, image = box.children
+    assert isinstance(image, widgets.Image)
+    assert bytes(image.value) == _png_bytes(_line(0.5))
+    picker.index = 2  # what moving the slider does in a live notebook
+    assert bytes(image.value) == _png_bytes(_line(2.0))
+
+
+def test_without_ipywidgets_the_static_image_is_the_explorer(monkeypatch, shown, capsys):
+    import nqf_lite.widgets as W
+
+    monkeypatch.setattr(W, "_widgets", lambda: None)
+    out = slider_explorer(_line, [1.0, 2.0], description="a", static=False)
+    assert out is None and len(shown) == 1 and shown[0].data == _png_bytes(_line(1.0))
+    assert capsys.readouterr().out.strip() == W.NO_WIDGETS
+
+
+def test_import_nqf_lite_does_not_import_widgets_or_ipython():
+    import subprocess
+    import sys
+
+    code = "import sys, nqf_lite, nqf_lite.claims, nqf_lite.widgets; " \
+        "print(sorted(m for m in ('ipywidgets', 'IPython') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,95 @@
+"""Building blocks of the judges: compare a student's answer with the package's, with hints.
+
+Each function returns ``None`` when the answer is right and otherwise a hint that says what is
+off (the shape, a constant factor, the sign, a transpose), never what the answer should be.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["compare_arrays", "compare_number", "call_student"]
+
+#: factors by which a scalar answer is most often off (a missing 1/2, a doubled term)
+SIMPLE_FACTORS = (2.0, 0.5, 4.0, 0.25)
+
+
+def _as_real_array(answer: Any, what: str) -> tuple[np.ndarray | None, str | None]:
+    try:
+        a = np.asarray(answer.detach().numpy() if hasattr(answer, "detach") else answer)
+    except Exception:  # noqa: BLE001 -- any object may come in; say what was expected
+        return None, f"{what} should be an array of numbers, got {type(answer).__name__}."
+    if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        return None, f"{what} should be an array of numbers, got {type(answer).__name__}."
+    if np.iscomplexobj(a):
+        return None, f"{what} should be real; yours has complex entries."
+    a = a.astype(float)
+    if not np.all(np.isfinite(a)):
+        return None, f"{what} has NaN or infinite entries."
+    return a, None
+
+
+def compare_arrays(
+    answer: Any,
+    expected: np.ndarray,
+    *,
+    what: str,
+    rtol: float = 1e-7,
+    atol: float = 1e-10,
+) -> str | None:
+    """``None`` when ``answer`` equals ``expected`` to ``rtol``/``atol``, else a hint.
+
+    The hint names a shape mismatch, a transpose, a wrong sign, or a constant factor (the
+    most common slips: a missing 1/2 or a factor of the width), without giving the value.
+    """
+    expected = np.asarray(expected, dtype=float)
+    a, hint = _as_real_array(answer, what)
+    if hint:
+        return hint
+    if a.shape != expected.shape:
+        return f"{what} should have shape {expected.shape}, yours has shape {a.shape}."
+    if np.allclose(a, expected, rtol=rtol, atol=atol):
+        return None
+    if a.ndim == 2 and a.shape[0] == a.shape[1] and np.allclose(a.T, expected, rtol=rtol, atol=atol):
+        return f"{what} is the transpose of what it should be."
+    if np.allclose(-a, expected, rtol=rtol, atol=atol):
+        return f"{what} has the wrong sign."
+    scale = np.vdot(a, expected) / max(np.vdot(a, a), 1e-300)
+    if a.size > 1 and scale != 0 and np.allclose(scale * a, expected, rtol=rtol, atol=atol):
+        return f"{what} is off by a constant factor: check the constants (a 1/2, a 2, a width d)."
+    if a.size == 1 and any(np.isclose(scale, f, rtol=1e-6) for f in SIMPLE_FACTORS):
+        return f"{what} is off by a simple factor (2, 4 or their inverses): check the constants."
+    return f"{what} does not match: check the formula term by term on a small case."
+
+
+def compare_number(
+    answer: Any,
+    expected: float,
+    *,
+    what: str,
+    rtol: float = 1e-7,
+    atol: float = 0.0,
+) -> str | None:
+    """``None`` when the scalar ``answer`` equals ``expected`` to ``rtol``/``atol``, else a hint."""
+    a, hint = _as_real_array(answer, what)
+    if hint:
+        return hint
+    if a.size != 1:
+        return f"{what} should be one number, yours has shape {a.shape}."
+    return compare_arrays(a.reshape(()), np.asarray(expected), what=what, rtol=rtol, atol=atol)
+
+
+def call_student(fn: Any, *args: Any, what: str) -> tuple[Any, str | None]:
+    """Call the student's function ``fn(*args)``: ``(value, None)``, or ``(None, hint)``.
+
+    A student's function may raise anything; the hint reports the error instead of letting it
+    escape from the judge.
+    """
+    if not callable(fn):
+        return None, f"{what} should be a function, got {type(fn).__name__}."
+    try:
+        return fn(*args), None
+    except Exception as exc:  # noqa: BLE001 -- report the student's error as a hint
+        return None, f"calling {what} raised {type(exc).__name__}: {exc}"
