@@ -30,6 +30,7 @@ def _tanh_net(key: str) -> NQF:
     """Two-output tanh network (Prop. 1) on 6 inputs in 10 dimensions spanning only 3: ``k_V = 5``."""
     r = rng("exercises", key, "tanh")
     X = r.standard_normal((6, 3)) @ r.standard_normal((3, 10))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)  # unit inputs: stable SGD
     return NQF(np.stack([A_mlp(x, dphi0=1.0, V=2) for x in X]))
 
 
