@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import html
 import json
 import math
 import os
@@ -30,7 +31,7 @@ from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from nqf_lite.claims import CLAIMS_DIR_ENV, Claim
+from nqf_lite.claims import CLAIMS_DIR_ENV, KINDS, Claim
 
 # The record schema has one source, nqf_lite.claims.Claim: fields without a default are required.
 FIELDS = tuple(f.name for f in dataclasses.fields(Claim) if f.default is dataclasses.MISSING
@@ -86,10 +87,38 @@ def read_claims(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
             if missing:
                 problems.append(f"{where}: record lacks field(s) {', '.join(missing)}")
                 continue
+            wrong = record_type_errors(rec)
+            if wrong:
+                problems.append(f"{where}: malformed record: {'; '.join(wrong)}")
+                continue
             records.pop((rec["chapter"], rec["key"]), None)
             records[(rec["chapter"], rec["key"])] = rec
     ordered = sorted(records.values(), key=lambda r: r["chapter"])  # stable: file order kept
     return ordered, problems
+
+
+#: the type each required field of a record must have (measured: a number, or null for NaN)
+FIELD_TYPES = {
+    "chapter": str, "key": str, "statement": str, "source": str, "prediction": str, "criterion": str,
+    "passed": bool, "measured": (int, float, type(None)),
+}
+
+
+def record_type_errors(rec: dict[str, Any]) -> list[str]:
+    """What is wrong with the field types of a record (empty when nothing is)."""
+    out = [
+        f"{name} must be {getattr(kind, '__name__', 'a number')}, got {type(rec[name]).__name__}"
+        for name, kind in FIELD_TYPES.items()
+        if name in rec and (not isinstance(rec[name], kind) or (kind is not bool and isinstance(rec[name], bool)))
+    ]
+    if rec.get("kind", "prediction") not in KINDS:
+        out.append(f"kind must be one of {KINDS}, got {rec.get('kind')!r}")
+    return out
+
+
+def is_code_check(record: dict[str, Any]) -> bool:
+    """A check of the code (true by construction), as opposed to a prediction of the theory."""
+    return record.get("kind", "prediction") == "code"
 
 
 def ledger_problems(records: list[dict[str, Any]]) -> list[str]:
@@ -104,16 +133,24 @@ def ledger_problems(records: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def summary_text(records: list[dict[str, Any]], threshold: float = TIGHT) -> str:
-    """One sentence: how many claims, from how many chapters, how many pass, how many are tight.
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
-    A claim is tight when it uses more than ``threshold`` of its tolerance
-    (:func:`is_tight`); records without a margin never count as tight.
+
+def summary_text(records: list[dict[str, Any]], threshold: float = TIGHT) -> str:
+    """One sentence: how many predictions and code checks, from how many chapters, how many pass and are tight.
+
+    Predictions of the theory and checks of the code (``kind == "code"``) are counted apart, so
+    the number of predictions is honest.  A claim is tight when it uses more than ``threshold``
+    of its tolerance (:func:`is_tight`); records without a margin never count as tight.
     """
-    n = len(records)
     chapters = len({r["chapter"] for r in records})
     failed = sum(r["passed"] is not True for r in records)
-    head = f"{n} claim{'s' if n != 1 else ''} checked in {chapters} chapter{'s' if chapters != 1 else ''}: "
+    code = sum(is_code_check(r) for r in records)
+    head = f"{_count(len(records) - code, 'prediction')} of the theory"
+    if code:
+        head += f" and {_count(code, 'check')} of the code"
+    head += f" checked in {_count(chapters, 'chapter')}: "
     text = head + (f"{failed} FAIL." if failed else "all pass.")
     tight = sum(is_tight(r, threshold) for r in records if r["passed"] is True)
     if tight:
@@ -184,6 +221,7 @@ def _cell(content: nodes.Node | str) -> nodes.entry:
 def ledger_table(
     records: Iterable[dict[str, Any]],
     chapter_link: Callable[[str], tuple[str, str] | None],
+    chapter_rows: bool = True,
 ) -> nodes.table:
     """Build the ledger as a docutils table (a pure function of its inputs).
 
@@ -202,6 +240,9 @@ def ledger_table(
     chapter_link : callable
         ``chapter_link(chapter) -> (title, refuri)`` for a chapter page, or
         ``None`` when the chapter has no page (then its name is shown).
+    chapter_rows : bool, default True
+        Head each chapter's claims with a chapter row (off when the table
+        sits under its chapter's own heading, as in :func:`ledger_sections`).
 
     Returns
     -------
@@ -225,7 +266,7 @@ def ledger_table(
     body = nodes.tbody()
     chapter = None
     for r in records:
-        if r["chapter"] != chapter:
+        if chapter_rows and r["chapter"] != chapter:
             chapter = r["chapter"]
             link = chapter_link(chapter)
             label = (
@@ -261,6 +302,52 @@ def ledger_table(
         body += row
     group += body
     return table
+
+
+def chapter_summary(records: list[dict[str, Any]]) -> str:
+    """``"17 predictions, 2 checks of the code: all pass"`` for one chapter's records."""
+    code = sum(is_code_check(r) for r in records)
+    text = _count(len(records) - code, "prediction")
+    if code:
+        text += f", {_count(code, 'check')} of the code"
+    failed = sum(r["passed"] is not True for r in records)
+    return text + (f": {failed} FAIL" if failed else ": all pass")
+
+
+def ledger_sections(
+    records: list[dict[str, Any]],
+    chapter_link: Callable[[str], tuple[str, str] | None],
+) -> list[nodes.Node]:
+    """The ledger grouped by chapter, each chapter folded (an HTML ``<details>``).
+
+    A chapter's fold is headed by its title (linked) and its counts; inside, the table of its
+    predictions, then, apart, the table of its checks of the code.  A chapter with a failed claim
+    is shown open.
+    """
+    out: list[nodes.Node] = []
+    chapters: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        chapters.setdefault(r["chapter"], []).append(r)
+    for chapter, recs in chapters.items():
+        link = chapter_link(chapter)
+        title = html.escape(link[0] if link else chapter)
+        head = f'<a href="{html.escape(link[1])}">{title}</a>' if link else title
+        failed = any(r["passed"] is not True for r in recs)
+        out.append(nodes.raw(
+            "",
+            f'<details class="claims-chapter-group"{" open" if failed else ""}>'
+            f"<summary>{head} — {html.escape(chapter_summary(recs))}</summary>",
+            format="html",
+        ))
+        predictions = [r for r in recs if not is_code_check(r)]
+        code = [r for r in recs if is_code_check(r)]
+        if predictions:
+            out.append(ledger_table(predictions, chapter_link, chapter_rows=False))
+        if code:
+            out.append(nodes.paragraph(text="Checks of the code (true by construction):", classes=["claims-code"]))
+            out.append(ledger_table(code, chapter_link, chapter_rows=False))
+        out.append(nodes.raw("", "</details>", format="html"))
+    return out
 
 
 def _claims_dir() -> Path | None:
@@ -318,11 +405,11 @@ def _resolve(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         title = app.env.titles[doc].astext() if doc in app.env.titles else chapter
         return title, app.builder.get_relative_uri(docname, doc)
 
-    table = ledger_table(records, chapter_link)
+    sections = ledger_sections(records, chapter_link)
     summary = nodes.paragraph(classes=["claims-ledger-summary"])
     summary += nodes.strong(text=summary_text(records))
     for node in placeholders:
-        node.replace_self([summary.deepcopy(), table.deepcopy()])
+        node.replace_self([summary.deepcopy()] + [s.deepcopy() for s in sections])
 
 
 def _always_reread(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:

@@ -219,28 +219,17 @@ def glv_range(n_modes: int = 1000) -> list[str]:
 
 # ----------------------------------------------------------------------------- (d)
 def chapters() -> list[str]:
-    import subprocess
+    from chapters import BOOK_SECONDS, CHAPTER_SECONDS, PEAK_BYTES, measure, toc_paths
 
-    from chapters import BOOK_SECONDS, CHAPTER_SECONDS, PEAK_BYTES, run
-
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "toc_notebooks.py")], capture_output=True,
-                         text=True, check=True)
-    rows = [
+    rows, total, _ = measure(toc_paths())
+    head = [
         f"Each notebook in a fresh kernel process (nbclient), peak RSS of the kernel's process tree sampled by psutil; "
         f"budgets {CHAPTER_SECONDS:.0f} s and {PEAK_BYTES / 1e9:.1f} GB per chapter, {BOOK_SECONDS:.0f} s for the book.",
         "",
         "| chapter | wall s | kernel CPU s | peak MB | budget |",
         "|---|---|---|---|---|",
     ]
-    total = 0.0
-    for rel in out.stdout.split():
-        wall, peak, cpu = run(ROOT / rel)
-        total += wall
-        ok = wall <= CHAPTER_SECONDS and peak <= PEAK_BYTES
-        rows.append(f"| {Path(rel).stem} | {wall:.1f} | {cpu:.1f} | {peak / 1e6:.0f} | {'ok' if ok else 'OVER'} |")
-        print(rows[-1], flush=True)
-    rows.append(f"| **whole book** | {total:.1f} | | | {'ok' if total <= BOOK_SECONDS else 'OVER'} |")
-    return rows
+    return head + rows + [f"| **whole book** | {total:.1f} | | | {'ok' if total <= BOOK_SECONDS else 'OVER'} |"]
 
 
 def fresh_clone() -> list[str]:

@@ -57,7 +57,7 @@ def reader_notebook(path: Path, repo: str) -> nbformat.NotebookNode:
     return nb
 
 
-def run_twice(path: Path, repo: str, timeout: int) -> tuple[str, float, str | None]:
+def run_twice(path: Path, repo: str, timeout: int, save: Path | None = None) -> tuple[str, float, str | None]:
     """Execute every cell of ``path``, then every cell again, in one kernel: (name, seconds, error)."""
     nb = reader_notebook(path, repo)
     t0 = time.perf_counter()
@@ -73,6 +73,9 @@ def run_twice(path: Path, repo: str, timeout: int) -> tuple[str, float, str | No
                         first_outputs = json.dumps([c.get("outputs", []) for c in nb.cells], default=str)
         except Exception as exc:  # noqa: BLE001 -- report the cell's error, whatever it is
             return path.name, time.perf_counter() - t0, f"{type(exc).__name__}: {str(exc)[-1500:]}"
+    if save is not None:
+        save.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, save / path.name)
     if "image/png" not in first_outputs:
         return path.name, time.perf_counter() - t0, "no figure was drawn"
     return path.name, time.perf_counter() - t0, None
@@ -84,6 +87,7 @@ def main() -> int:
     parser.add_argument("--repo", required=True, help="git URL of nqf_lite, e.g. file:///path/to/clone")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=900)
+    parser.add_argument("--save", type=Path, help="write the executed notebooks (second run) here")
     args = parser.parse_args()
     for name in BUILD_VARIABLES:
         os.environ.pop(name, None)
@@ -92,10 +96,10 @@ def main() -> int:
     print(f"[reader] before: {before}", flush=True)
     # the first notebook's set-up cell installs nqf_lite, once, before the others run beside it
     first, rest = args.notebooks[0], args.notebooks[1:]
-    results = [run_twice(first, args.repo, args.timeout)]
+    results = [run_twice(first, args.repo, args.timeout, args.save)]
     print(f"[reader] {results[0][0]}: {results[0][1]:.0f} s {'ok' if results[0][2] is None else 'FAILED'}", flush=True)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for name, seconds, error in pool.map(lambda p: run_twice(p, args.repo, args.timeout), rest):
+        for name, seconds, error in pool.map(lambda p: run_twice(p, args.repo, args.timeout, args.save), rest):
             results.append((name, seconds, error))
             print(f"[reader] {name}: {seconds:.0f} s {'ok' if error is None else 'FAILED'}", flush=True)
     after = versions()

@@ -8,7 +8,8 @@ this script rewrites all of them at once:
 
 - ``repository.url`` in ``_config.yml``;
 - every occurrence of the old address in ``README.md``, ``book/*.md`` and
-  ``notebooks/*.ipynb`` (and the README's ``cd <old-name>`` after ``git clone``).
+  ``notebooks/*.ipynb`` and ``editions/*/*.ipynb`` (the reader and student notebooks, which
+  repeat the install cell), and the README's ``cd <old-name>`` after ``git clone``.
 
 It prints what it changed.  ``--root`` points it at another checkout.
 """
@@ -54,7 +55,8 @@ def _replace(text: str, old: str, new: str) -> str:
 
 def targets(root: Path) -> list[Path]:
     """Files that repeat the address: README, prose pages and chapters."""
-    files = [root / "README.md", *sorted((root / "book").glob("*.md")), *sorted((root / "notebooks").glob("*.ipynb"))]
+    files = [root / "README.md", *sorted((root / "book").glob("*.md")), *sorted((root / "notebooks").glob("*.ipynb")),
+             *sorted((root / "editions").glob("*/*.ipynb"))]
     return [f for f in files if f.is_file()]
 
 

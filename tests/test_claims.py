@@ -292,9 +292,9 @@ def test_ledger_problems():
 
 
 def test_summary_text():
-    assert cl.summary_text([_rec(), _rec(key="b"), _rec("02_b")]) == "3 claims checked in 2 chapters: all pass."
-    assert cl.summary_text([_rec()]) == "1 claim checked in 1 chapter: all pass."
-    assert cl.summary_text([_rec(), _rec(key="b", passed=False)]) == "2 claims checked in 1 chapter: 1 FAIL."
+    assert cl.summary_text([_rec(), _rec(key="b"), _rec("02_b")]) == "3 predictions of the theory checked in 2 chapters: all pass."
+    assert cl.summary_text([_rec()]) == "1 prediction of the theory checked in 1 chapter: all pass."
+    assert cl.summary_text([_rec(), _rec(key="b", passed=False)]) == "2 predictions of the theory checked in 1 chapter: 1 FAIL."
 
 
 def test_ledger_table_groups_by_chapter_with_links_and_results():
@@ -363,7 +363,7 @@ def test_extension_builds_table(tmp_path, claims_dir):
     app = _sphinx_build(src, tmp_path / "out")
     html = (tmp_path / "out" / "ledger.html").read_text()
     assert app.statuscode == 0
-    assert "1 claim checked in 1 chapter: all pass." in html
+    assert "1 prediction of the theory checked in 1 chapter: all pass." in html
     assert 'href="notebooks/01_a.html"' in html
     assert 'id="claim-01-a-k1"' in html
 

@@ -68,19 +68,19 @@ def test_seeds_text():
 def test_summary_counts_tight_claims():
     recs = [_rec("a", margin=0.1), _rec("b", margin=0.9), _rec("c", margin=0.85), _old("d")]
     assert cl.summary_text(recs) == (
-        "4 claims checked in 1 chapter: all pass. ⚠ 2 use more than 80% of their tolerance."
+        "4 predictions of the theory checked in 1 chapter: all pass. ⚠ 2 use more than 80% of their tolerance."
     )
     one = [_rec("a", margin=0.1), _rec("b", margin=0.81)]
     assert cl.summary_text(one) == (
-        "2 claims checked in 1 chapter: all pass. ⚠ 1 uses more than 80% of its tolerance."
+        "2 predictions of the theory checked in 1 chapter: all pass. ⚠ 1 uses more than 80% of its tolerance."
     )
-    assert cl.summary_text([_rec("a", margin=0.8), _old("b")]) == "2 claims checked in 1 chapter: all pass."
+    assert cl.summary_text([_rec("a", margin=0.8), _old("b")]) == "2 predictions of the theory checked in 1 chapter: all pass."
 
 
 def test_summary_does_not_count_failed_claims_as_tight():
     recs = [_rec("a", margin=0.9), _rec("b", passed=False, margin=3.0)]
     assert cl.summary_text(recs) == (
-        "2 claims checked in 1 chapter: 1 FAIL. ⚠ 1 uses more than 80% of its tolerance."
+        "2 predictions of the theory checked in 1 chapter: 1 FAIL. ⚠ 1 uses more than 80% of its tolerance."
     )
 
 
@@ -110,3 +110,40 @@ def test_table_renders_old_records():
     cells = [e.astext() for e in row.children]
     assert cells[3] == "1" and cells[5] == "—" and cells[-1] == "pass"
     assert len(cells) == len(cl.HEADERS) == len(cl.WIDTHS)
+
+
+def test_summary_counts_predictions_and_code_checks_apart():
+    recs = [_rec("a"), _rec("b", kind="code"), _rec("c", kind="code"), _rec("d", chapter="02_b")]
+    assert cl.summary_text(recs) == (
+        "2 predictions of the theory and 2 checks of the code checked in 2 chapters: all pass."
+    )
+    assert cl.chapter_summary(recs[:3]) == "1 prediction, 2 checks of the code: all pass"
+
+
+def test_sections_fold_each_chapter_and_separate_code_checks():
+    recs = [_rec("a"), _rec("b", kind="code"), _rec("c", chapter="02_b", passed=False)]
+    links = {"01_a": ("1. A <b>", "../notebooks/01_a.html")}
+    out = cl.ledger_sections(recs, links.get)
+    raws = [n.astext() for n in out if isinstance(n, nodes.raw)]
+    assert raws[0] == ('<details class="claims-chapter-group"><summary><a href="../notebooks/01_a.html">'
+                       "1. A &lt;b&gt;</a> — 1 prediction, 1 check of the code: all pass</summary>")
+    assert raws[2].startswith('<details class="claims-chapter-group" open><summary>02_b — 1 prediction: 1 FAIL')
+    tables = [n for n in out if isinstance(n, nodes.table)]
+    keys = [[r.astext().split("\n")[-1] for r in t.next_node(nodes.tbody).children] for t in tables]
+    assert len(tables) == 3 and [len(k) for k in keys] == [1, 1, 1]
+    assert any("Checks of the code" in n.astext() for n in out if isinstance(n, nodes.paragraph))
+
+
+@pytest.mark.parametrize(
+    "change, word",
+    [({"measured": "1.0"}, "measured"), ({"passed": "yes"}, "passed"), ({"chapter": 3}, "chapter"),
+     ({"kind": "theory"}, "kind"), ({"passed": 1}, "passed")],
+)
+def test_malformed_records_are_named_with_file_and_line(tmp_path, change, word):
+    import json
+
+    rec = _rec(**change)
+    (tmp_path / "01_a.jsonl").write_text(json.dumps(_rec(key="ok")) + "\n" + json.dumps(rec) + "\n")
+    records, problems = cl.read_claims(tmp_path)
+    assert [r["key"] for r in records] == ["ok"]
+    assert len(problems) == 1 and problems[0].startswith("01_a.jsonl:2: malformed record") and word in problems[0]

@@ -136,6 +136,9 @@ class Verdict:
     def __repr__(self) -> str:
         return self.message
 
+    def _ipython_display_(self) -> None:
+        """Show nothing as a cell's value: :func:`check` has printed the verdict already."""
+
 
 def _unanswered(answer: Any) -> bool:
     """True for the untouched scaffold: ``...``, or a tuple/list/dict holding ``...``."""

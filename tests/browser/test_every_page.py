@@ -13,7 +13,16 @@ fails with the list of offending pages and elements:
   (``<figure>`` with a ``<figcaption>`` reading "Fig. N"), explorer frames excepted;
 - every explorer (ipywidgets output) has a static image in a neighbouring cell
   of its own, so the printed page and a reader without JavaScript see the figure;
-- no progress-bar text (tqdm's ``42%|####``, ``it/s``) and no progress widget.
+- no progress-bar text (tqdm's ``42%|####``, ``it/s``) and no progress widget;
+- no code cell that scrolls sideways (code fits the column);
+- no reference that renders as a bare word ("Theorem", "Proposition", "Fig.") without its number
+  or name, and no theorem-like box numbered by the book (every box carries the paper's number, in
+  its title, or says it is the book's own);
+- every explorer shows one image (its widget replaces the static image inside the figure).
+
+A second survey opens every page at 390 x 800 px (a phone) and checks that nothing is cut: the page
+never scrolls sideways, and every box wider than its column (an equation, a table, code) scrolls
+inside itself with a visible cue; and that a tap on a chapter's figure shows it at full size.
 
 Run after building the book: ``pytest tests/browser -m browser``.
 """
@@ -133,7 +142,34 @@ MEASURE = r"""
       shrunk.push(`${cellLabel(img)}: ${img.naturalWidth} px shown at ${Math.round(100 * scale)} %`);
     }
   }
-  return {text, wide, unfigured, bare, shrunk};
+  // 6. references that show a bare word: sphinx-proof's unnumbered boxes, a numref without number
+  const BARE = /^(Theorem|Proposition|Definition|Corollary|Lemma|Assumption|Property|Remark|Exercise|Fig\.?|Figure|Section|Eq\.?|Equation|Table)\s*$/;
+  const bareRefs = Array.from(document.querySelectorAll('main a.reference'))
+    .map(a => a.textContent.trim())
+    .filter(t => t === '' || BARE.test(t));
+  // 7. theorem-like boxes: the title carries the paper's number ("... of the paper") or "(this book)",
+  //    and no book-wide number ("Theorem 3")
+  const boxes = [];
+  for (const title of document.querySelectorAll('div.proof > p.admonition-title')) {
+    const head = (title.querySelector('.caption-number') || title).textContent.trim();
+    if (!/ of the paper$| \(this book\)$/.test(head)) boxes.push(title.textContent.trim().slice(0, 90));
+  }
+  // 8. code cells that scroll sideways
+  const scrolling = [];
+  for (const pre of document.querySelectorAll('div.cell div.highlight pre')) {
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+      scrolling.push(`${cellLabel(pre)}: ${pre.scrollWidth} px in ${pre.clientWidth} px: ${line.trim().slice(0, 60)}`);
+    }
+  }
+  // 9. explorers: one visible image per figure once the widget is live
+  const twice = [];
+  for (const fig of document.querySelectorAll('figure')) {
+    if (!fig.querySelector('.widget-subarea, .jupyter-widgets')) continue;
+    const shown = Array.from(fig.querySelectorAll('img')).filter(i => i.getBoundingClientRect().width > 0);
+    if (shown.length !== 1) twice.push(`${cellLabel(fig)}: ${shown.length} images shown`);
+  }
+  return {text, wide, unfigured, bare, shrunk, bareRefs, boxes, scrolling, twice};
 }
 """
 
@@ -167,6 +203,9 @@ def survey(browser, site_url) -> dict[str, dict]:
                 tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
                 tab.evaluate("() => MathJax.startup.promise.then(() => true)")
             tab.wait_for_function("() => Array.from(document.images).every(img => img.complete)", polling=200)
+            views = tab.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+            if views:  # the widget manager draws the explorers after load; static/book.js adopts them
+                tab.wait_for_function(f"() => document.querySelectorAll('figure.explorer-live').length >= {views}")
             data = tab.evaluate(MEASURE)
             data["errors"] = errors
             data["html"] = (HTML / f"{doc}.html").read_text(encoding="utf-8")
@@ -235,6 +274,30 @@ def test_no_figure_is_shrunk_to_fit_the_column(survey):
 def test_no_progress_bars(survey):
     found = {doc: hits for doc, data in survey.items() if (hits := progress_text(data["html"]))}
     assert not found, _report(found, "progress-bar output (tqdm text or progress widgets)")
+
+
+def test_no_code_cell_scrolls_sideways(survey):
+    found = {doc: data["scrolling"] for doc, data in survey.items() if data["scrolling"]}
+    assert not found, _report(found, f"code cells wider than the column at {VIEWPORT['width']} px "
+                                     "(ruff format, lines <= 79 characters)")
+
+
+def test_no_bare_reference(survey):
+    found = {doc: data["bareRefs"] for doc, data in survey.items() if data["bareRefs"]}
+    assert not found, _report(found, "references that read as a bare word (no number, no name)")
+
+
+def test_boxes_carry_the_papers_number_not_the_books(survey):
+    found = {doc: data["boxes"] for doc, data in survey.items() if data["boxes"]}
+    assert not found, _report(found, "theorem-like boxes without the paper's number in their title "
+                                     "or numbered by the book (_ext/paper_boxes.py)")
+
+
+def test_every_explorer_shows_one_image(survey):
+    found = {doc: data["twice"] for doc, data in survey.items() if data["twice"]}
+    assert not found, _report(found, "explorers showing their static image and the widget's frame")
+    live = sum(data["html"].count("application/vnd.jupyter.widget-view+json") for data in survey.values())
+    assert live >= 2, "no explorer found in the built pages"
 
 
 def test_survey_covers_every_page_of_the_toc(survey):
