@@ -99,6 +99,7 @@ class Book:
 
     pages: list[Page]
     labels: dict[str, Target] = field(default_factory=dict)
+    headings: dict[str, list[str | None]] = field(default_factory=dict)  # doc -> numbers, in order
     citations: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (authors, year)
     repository: str = ""
 
@@ -176,6 +177,7 @@ def load_book(root: Path = ROOT) -> Book:
         counts = chapter_counters.setdefault(chapter or page.doc, {"figure": 0, "equation": 0, "exercise": 0})
         sections = [0] * 6
         pending: list[str] = []
+        headings = book.headings.setdefault(page.doc, [])
         for cell, text in _markdown_sources(page):
             if cell is not None and cell["cell_type"] == "code":
                 fig = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
@@ -184,7 +186,10 @@ def load_book(root: Path = ROOT) -> Book:
                     number = f"{chapter}.{counts['figure']}" if chapter else str(counts["figure"])
                     book.labels[fig["name"]] = Target("figure", number, fig.get("caption", ""), page.doc)
                 continue
-            for line in text.splitlines():
+            lines = text.splitlines()
+            for line, is_code in zip(lines, code_lines(lines)):
+                if is_code:
+                    continue
                 if m := LABEL_LINE.match(line):
                     pending.append(m["label"])
                     continue
@@ -193,6 +198,7 @@ def load_book(root: Path = ROOT) -> Book:
                     sections[level - 1] += 1
                     sections[level:] = [0] * (6 - level)
                     number = _section_number(page.number, sections, level)
+                    headings.append(number)
                     for label in pending:
                         book.labels[label] = Target("section", number, m["title"], page.doc)
                     pending = []
@@ -215,6 +221,37 @@ def load_book(root: Path = ROOT) -> Book:
                         book.labels[inner.options.get("label", "")] = Target("box", None, inner.arg, page.doc)
     book.labels.pop("", None)
     return book
+
+
+FENCE = re.compile(r"^\s*(?P<fence>`{3,}|~{3,}|:{3,})(?P<rest>.*)$")
+
+
+def code_lines(lines: list[str]) -> list[bool]:
+    """For each line, whether it belongs to a code block (its fences included).
+
+    Directive fences (```` ```{name} ````, ``:::{name}``) open blocks whose content is MyST, not
+    code; a plain fence (```` ```python ````) opens code.  Closing fences match their opening
+    (same character, at least as many).
+    """
+    stack: list[tuple[str, int, bool]] = []
+    out = []
+    for line in lines:
+        inside = any(code for _, _, code in stack)
+        m = FENCE.match(line)
+        if m and stack and not m["rest"].strip() and m["fence"][0] == stack[-1][0] and len(m["fence"]) >= stack[-1][1]:
+            out.append(stack.pop()[2] or inside)
+            continue
+        if inside:
+            out.append(True)
+        elif m and m["rest"].lstrip().startswith("{"):
+            stack.append((m["fence"][0], len(m["fence"]), False))
+            out.append(False)
+        elif m and m["fence"][0] != ":":
+            stack.append((m["fence"][0], len(m["fence"]), True))
+            out.append(True)
+        else:
+            out.append(False)
+    return out
 
 
 def _section_number(page_number: str | None, sections: list[int], level: int) -> str | None:
@@ -293,6 +330,7 @@ class Context:
     page: Page
     edition: str
     glued: dict[str, str] = field(default_factory=dict)  # key -> format spec, in order of use
+    heading: int = 0  # headings rendered so far (they take their numbers in order)
 
 
 def _target(ctx: Context, label: str, role: str) -> Target:
@@ -367,7 +405,10 @@ def _inline(ctx: Context, text: str) -> str:
     """Render the roles, labels, headings and equation labels of plain MyST text."""
     out = []
     lines = text.split("\n")
-    for i, line in enumerate(lines):
+    for line, is_code in zip(lines, code_lines(lines)):
+        if is_code:
+            out.append(line)
+            continue
         if LABEL_LINE.match(line):
             continue
         if m := MATH_LABEL.match(line):
@@ -375,22 +416,19 @@ def _inline(ctx: Context, text: str) -> str:
             out.append("$$")
             continue
         if m := HEADING.match(line):
-            line = _numbered_heading(ctx, m, lines[:i])
+            line = _numbered_heading(ctx, m)
         out.append(ROLE.sub(lambda r: _role(ctx, r), line))
     return "\n".join(out)
 
 
-def _numbered_heading(ctx: Context, m: re.Match, before: list[str]) -> str:
-    """A heading with the number the page gives it (from the label just above, when it has one)."""
-    label = next((LABEL_LINE.match(l)["label"] for l in reversed(before) if LABEL_LINE.match(l)), None)
-    level = len(m["hashes"])
-    target = ctx.book.labels.get(label) if label else None
-    number = target.number if target is not None and target.kind == "section" else None
-    if number is None and level == 1:
-        number = ctx.page.number
+def _numbered_heading(ctx: Context, m: re.Match) -> str:
+    """A heading with the number the page gives it (headings take their numbers in order)."""
+    numbers = ctx.book.headings.get(ctx.page.doc, [])
+    number = numbers[ctx.heading] if ctx.heading < len(numbers) else None
+    ctx.heading += 1
     if number is None:
         return m.group(0)
-    dot = "." if level == 1 or "." not in number else ""
+    dot = "." if "." not in number else ""
     return f"{m['hashes']} {number}{dot} {m['title']}"
 
 
@@ -630,8 +668,9 @@ def _sphinx_numbers(app: Any) -> dict[str, str]:
     """The numbers Sphinx gave each label of :func:`load_book`'s kinds: ``label -> "4.1"``."""
     env = app.env
     std = env.get_domain("std")
+    labels = {k: v for k, v in std.labels.items() if v[0] in env.all_docs}  # not genindex, search
     out = {}
-    for label, (doc, labelid, _) in std.labels.items():
+    for label, (doc, labelid, _) in labels.items():
         figs = env.toc_fignumbers.get(doc, {})
         if labelid in figs.get("figure", {}):
             out[label] = ".".join(map(str, figs["figure"][labelid]))
@@ -641,7 +680,7 @@ def _sphinx_numbers(app: Any) -> dict[str, str]:
                 out[node_id[len("equation-"):]] = ".".join(map(str, number))
         for node_id, number in numbers.get("exercise", {}).items():
             out[node_id] = ".".join(map(str, number))
-    for label, (doc, labelid, _) in std.labels.items():
+    for label, (doc, labelid, _) in labels.items():
         doctree = env.get_doctree(doc)
         for section in doctree.findall(lambda n: n.tagname == "section" and labelid in n.get("ids", [])):
             anchor = "#" + section["ids"][0]
@@ -658,8 +697,9 @@ def numbering_mismatches(book: Book, sphinx: dict[str, str]) -> list[str]:
     for label, target in book.labels.items():
         if target.number is None or target.kind == "box":
             continue
-        if sphinx.get(label) != target.number:
-            bad.append(f"{label}: editions say {target.kind} {target.number}, the page {sphinx.get(label)}")
+        page = sphinx.get(label, sphinx.get(label.lower()))  # node ids are lower case
+        if page != target.number:
+            bad.append(f"{label}: editions say {target.kind} {target.number}, the page {page}")
     return bad
 
 

@@ -114,7 +114,7 @@ def _pen_and_paper_solutions(page) -> list[str]:
 def test_student_edition_holds_no_solution(page):
     cells = _nb(page.doc, "student")["cells"]
     text = "\n".join(_src(c) for c in cells)
-    assert "Solution to Exercise" not in text and "<details>" not in text
+    assert "Solution to Exercise" not in text and "<summary><b>Solution" not in text
     assert not [c for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
     leaked = [line for line in _solution_code(page) + _pen_and_paper_solutions(page) if line in text]
     assert not leaked, f"student edition of {page.doc} holds solution text: {leaked[:2]}"
@@ -163,6 +163,7 @@ def _ctx(edition="reader") -> E.Context:
         "thm-a": E.Target("box", None, "Theorem 2 of the paper: closure", "notebooks/04_x"),
     }
     book.citations = {"k1": ("Ziyin et al.", "2026"), "k2": ("Saxe et al.", "2014")}
+    book.headings = {"notebooks/04_x": ["4", "4.2", "4.2.1"]}
     return E.Context(book, book.pages[0], edition)
 
 
@@ -178,7 +179,8 @@ def _ctx(edition="reader") -> E.Context:
         ("{cite}`k1,k2` and {cite:t}`k1`", "(Ziyin et al., 2026; Saxe et al., 2014) and Ziyin et al. (2026)"),
         ("a {term}`plateau` and {term}`ZGZ <zgz-term>`", "a plateau and ZGZ"),
         ("gap {glue:text}`ch4-gap:.1e`.", "gap ⟨ch4-gap⟩."),
-        ("(sec-a)=\n## Weight decay", "## 4.2 Weight decay"),
+        ("# Title\n(sec-a)=\n## Weight decay\n```python\n# a comment\n```\n### Sub", 
+         "# 4. Title\n## 4.2 Weight decay\n```python\n# a comment\n```\n### 4.2.1 Sub"),
         ("$$\nx = 1\n$$ (eq-a)", "$$\nx = 1\n\\tag{4.3}\n$$"),
     ],
 )

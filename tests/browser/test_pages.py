@@ -124,11 +124,16 @@ def test_page_reads_cleanly(page, site_url, screenshots, doc):
 
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_chapter_launch_buttons(page, site_url, screenshots, doc):
+    """Colab and Binder open the chapter's reader edition, never its MyST source."""
     _open(page, site_url, doc, screenshots)
-    binder = page.locator(f'a[href*="mybinder.org"][href*="{doc}.ipynb"]')
-    colab = page.locator(f'a[href*="colab.research.google.com"][href*="{doc}.ipynb"]')
-    assert binder.count() >= 1, f"{doc}: no Binder launch link"
-    assert colab.count() >= 1, f"{doc}: no Colab launch link"
+    reader = f"editions/reader/{Path(doc).name}.ipynb"
+    binder = page.locator(f'a[href*="mybinder.org"][href*="{reader}"]')
+    colab = page.locator(f'a[href*="colab.research.google.com"][href*="{reader}"]')
+    assert binder.count() >= 1, f"{doc}: no Binder launch link to {reader}"
+    assert colab.count() >= 1, f"{doc}: no Colab launch link to {reader}"
+    sources = page.locator(f'a[href*="mybinder.org"][href*="{doc}.ipynb"], a[href*="colab"][href*="{doc}.ipynb"]')
+    assert sources.count() == 0, f"{doc}: a launch link opens the MyST source"
+    assert (ROOT / reader).is_file(), f"{reader} is not in the repository"
     # the first cell (install nqf_lite on Colab/Binder) is tagged remove-cell
     assert "%pip install" not in page.locator("article").inner_text(), f"{doc}: install cell is shown"
 
@@ -182,7 +187,10 @@ def test_ledger_complete(page, site_url, screenshots):
     assert page.locator("table.claims-ledger tr.claim-fail").count() == 0
     results = page.locator("table.claims-ledger tbody tr.claim-pass td:last-child").all_inner_texts()
     assert len(results) == rows.count() and all(r.strip() == "pass" for r in results)
-    links = page.locator("table.claims-ledger tr.claims-chapter a").evaluate_all(
+    groups = page.locator("details.claims-chapter-group")
+    assert groups.count() >= len(CHAPTERS), "the ledger is not folded by chapter"
+    assert page.locator("details.claims-chapter-group[open]").count() == 0, "a chapter fold is open (a failure?)"
+    links = page.locator("details.claims-chapter-group > summary a").evaluate_all(
         "els => els.map(a => a.getAttribute('href'))"
     )
     silent = [d for d in CHAPTERS if not any(h and h.split("#")[0].endswith(f"{Path(d).name}.html") for h in links)]
