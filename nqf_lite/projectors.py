@@ -24,11 +24,20 @@ induces on the ``z_a`` (:func:`projector_gd_map`).
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_array, check_shape, check_symmetric, generator, integer, nonnegative, positive
+from ._checks import (
+    as_array,
+    check_shape,
+    check_symmetric,
+    generator,
+    integer,
+    nonnegative,
+    positive,
+)
 
 __all__ = [
     "ProjectorCoefficients",
@@ -285,7 +294,7 @@ def projector_data(
 
     frame = np.linalg.qr(g.standard_normal((p, p)))[0]
     edges = np.concatenate([[0], np.cumsum(ranks_arr)])
-    Pi = np.stack([frame[:, a:b] @ frame[:, a:b].T for a, b in zip(edges[:-1], edges[1:])])
+    Pi = np.stack([frame[:, a:b] @ frame[:, a:b].T for a, b in pairwise(edges)])
 
     q = np.linalg.qr(g.standard_normal((m, R)))[0]  # orthonormal sample-space columns
     s = np.sqrt(kappa * m / (4.0 * ranks_arr))

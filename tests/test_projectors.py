@@ -147,7 +147,7 @@ def test_coefficients_of_isotropic_samples_are_4c():
 
 # ----------------------------------------------------------------------------- dynamics
 def test_span_coordinates_separate_the_span_from_the_rest():
-    A, y, Pi = _data(0)
+    Pi = _data(0).projectors
     z = np.array([0.3, 0.1, 2.0, 0.05])
     Q = np.eye(11) - Pi.sum(0)  # the complement of the span (rank 3)
     extra = 0.01 * Q @ np.ones((11, 11)) @ Q
