@@ -1,12 +1,12 @@
 """Theorem 16 of the paper: logistic modes on orthogonal projectors (App. B.7, Eqs. 252-262).
 
 Setting: a ZGZ NQF ``f_n = Tr[M A_n]`` trained on ``L = (1/m) sum_n (f_n - y_n)^2``.  With
-the empirical covariance and the label matrix of Eq. 252,
+the empirical covariance and the label matrix of Eq. 252::
 
     K(X) = (4/m) sum_n <A_n, X>_F A_n,        Y = (4/m) sum_n y_n A_n,
 
 the gradient flow reads ``M' = Y M + M Y - K(M) M - M K(M)`` (Eq. 258).  If mutually
-orthogonal symmetric projectors ``Pi_a`` satisfy
+orthogonal symmetric projectors ``Pi_a`` satisfy::
 
     Y Pi_a + Pi_a Y = 2 gamma_a Pi_a                                  (Eq. 253)
     K(Pi_b) Pi_a + Pi_a K(Pi_b) = 2 kappa_a delta_ab Pi_a             (Eq. 254)
@@ -232,7 +232,7 @@ def projector_data(
     """A data set satisfying Theorem 16 with projectors of the given ranks (Eqs. 253-254).
 
     The projectors ``Pi_a`` project onto orthogonal subspaces of a random orthonormal
-    frame of ``R^p``.  The structure matrices are
+    frame of ``R^p``.  The structure matrices are::
 
         A_n = sum_a lambda_{n,a} Pi_a + sum_j e_{j,n} F_j,
 
