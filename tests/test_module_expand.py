@@ -200,7 +200,7 @@ def test_attention_without_d_splits_heads_and_is_refused():
 
 def test_attention_bias_left_out_is_named_even_when_it_is_zero():
     block = Attention(4, 2, bias=True).double()  # nn.MultiheadAttention starts in_proj_bias at 0
-    assert float(block.att.in_proj_bias.abs().max()) == 0.0
+    assert float(block.att.in_proj_bias.detach().abs().max()) == 0.0
     x, X = torch.ones(4, dtype=torch.float64), torch.randn(4, 5, generator=_gen(8), dtype=torch.float64)
     with pytest.raises(ValueError, match="leaves out 'att.in_proj_bias'"):
         expand(block, (x, X), units=MHA_UNITS, d=2)
