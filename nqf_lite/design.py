@@ -47,6 +47,9 @@ __all__ = ["LearningForecast", "predict_learning", "stable_lr"]
 COMMUTE_WARN = 1e-6
 #: Relative gap under which two eigenvalues of ``Y`` count as one degenerate eigenspace.
 DEGENERATE_RTOL = 1e-9
+#: Growth rates ``r_k`` (and ``C_kk``) below this fraction of the largest count as zero: such a mode
+#: never switches on (its rate is round-off, e.g. a direction no structure matrix touches).
+RATE_RTOL = 1e-10
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,9 @@ class LearningForecast:
     lr_max : float
         The stable range of GD: ``lr < lr_max = min(2/max r_k, 4/max|r_k|)`` (:func:`stable_lr`).
     switches_on : ndarray of bool, shape (p,)
-        Modes that switch on: growing (``r_k > 0``, ``C_kk > 0``) and present at the
-        start (``z_k(0) > 0``).  The others never switch on: their entries of
+        Modes that switch on: growing (``r_k > 0`` and ``C_kk > 0``, both above
+        ``RATE_RTOL`` times the largest, not round-off) and present at the start
+        (``z_k(0) > 0``).  The others never switch on: their entries of
         ``switch_on_times`` and ``switch_on_steps`` are ``inf`` and ``order`` leaves them out.
     switch_on_times : ndarray, shape (p,)
         Gradient-flow time at which ``z_k`` reaches half of ``r_k/C_kk`` (Eqs. 39, 43);
@@ -123,9 +127,9 @@ class LearningForecast:
 
     @property
     def saturation(self) -> np.ndarray:
-        """``z_k^inf = r_k / C_kk`` of every growing mode (``nan`` for the others)."""
+        """``z_k^inf = r_k / C_kk`` of every growing mode (``nan`` for the others, see ``RATE_RTOL``)."""
         c = np.diag(self.competition)
-        grow = (self.rates > 0) & (c > 0)
+        grow = _growing(self.rates, c)
         return np.where(grow, self.rates / np.where(grow, c, 1.0), np.nan)
 
     def abundances(self, W: Any) -> np.ndarray:
@@ -194,7 +198,7 @@ class LearningForecast:
             )
         never = np.flatnonzero(~self.switches_on)
         if never.size:
-            rows.append(f"  never switch on (r_k <= 0 or z_k(0) = 0): modes {never.tolist()}")
+            rows.append(f"  never switch on (r_k <= 0 up to round-off, or z_k(0) = 0): modes {never.tolist()}")
         return "\n".join([head, f"  loss at the start {self.plateaus[0]:.4g}"] + rows)
 
 
@@ -228,6 +232,11 @@ def stable_lr(rates: Any) -> float:
     if r.min() < 0:
         bounds.append(4.0 / float(-r.min()))
     return min(bounds)
+
+
+def _growing(r: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Modes with ``r_k > 0`` and ``C_kk > 0``, both above round-off (``RATE_RTOL`` times the largest)."""
+    return (r > RATE_RTOL * np.abs(r).max(initial=0.0)) & (c > RATE_RTOL * c.max(initial=0.0))
 
 
 def _labels(y: object, lead: tuple[int, ...]) -> np.ndarray:
@@ -464,7 +473,7 @@ def predict_learning(
 
     r, C = glv_coefficients(lam, target)
     c = np.diag(C).copy()
-    grow = (r > 0) & (c > 0)
+    grow = _growing(r, c)
     if not np.any(grow):
         raise ValueError("no mode has a positive growth rate r_k: the layer cannot fit y from a small init")
     on = grow & (z0 > 0)

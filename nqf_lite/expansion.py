@@ -542,6 +542,16 @@ class ModuleUnits:
             start += part.size
         return out
 
+    @property
+    def names(self) -> list[str]:
+        """The entries' names (patterns for ``*`` entries), in the order of ``W``'s rows."""
+        return [part.label for part in self._parts]
+
+    def edges(self) -> list[tuple[int, int, str]]:
+        """``(start, stop, name)`` of every entry's rows, for labelling pictures of ``A``
+        (:func:`nqf_lite.plotting.plot_structure` accepts a ``ModuleUnits`` as its layout)."""
+        return [(sl.start, sl.stop, name) for name, sl in self.slices().items()]
+
     def _state(self, overrides: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
         """Every parameter and buffer, detached, floating ones as float64."""
         state = {}
