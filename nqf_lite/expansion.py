@@ -597,7 +597,10 @@ class ModuleUnits:
                     t.copy_(new[name].to(t.dtype))
 
     def __call__(self, W: Any, x: Any, overrides: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
-        """The module on one input ``x`` with units ``W`` (p, d): a scalar or a ``(V,)`` tensor, float64."""
+        """The module on one input ``x`` with units ``W`` (p, d): a scalar or a ``(V,)`` tensor, float64.
+
+        ``overrides`` (name -> tensor) replaces shared parameters or buffers for this call only.
+        """
         state = self.parameters(W, overrides)
         args = tuple(_module_input(v, f"x[{i}]") for i, v in enumerate(x)) if isinstance(x, tuple) else (
             _module_input(x, "x"),

@@ -17,7 +17,10 @@ With the loss of Eq. 26, ``L = (1/|b|) sum_{n in b} sum_o (f_no - y_no)^2``,
     H = \\sum_{n,o} 2\\ell'_{no} A_{no}, \\qquad
     \\nabla_W L = v\\mathbf 1^\\top + H W .
 
-Theorem 2 (Eqs. 23-24) follows by multiplying out ``W' = W - lr (v 1^T + H W)``;
+Theorem 2 (Eqs. 23-24) follows by multiplying out ``W' = W - lr (v 1^T + H W)``.
+:meth:`NQF.train` and :meth:`NQF.train_closed` run either loop and return every
+step's predictions, or, with ``record=("pred", "loss", "M", "mu", "W")``, a
+:class:`TrainingRecord` of what was asked for;
 the tangent kernel of Prop. 8 (App. B.6) is a function of ``(M, μ)`` too
 (:func:`ntk_from_moments`).  :func:`realize_moments` goes back from ``(M, μ)`` to
 weights; :func:`random_nqf` draws a test bed.
@@ -843,6 +846,8 @@ def random_nqf(
               (("scale_A", scale_A), ("scale_g", scale_g), ("scale_B", scale_B), ("scale_f0", scale_f0))}
     if not isinstance(seed, (int, np.integer, np.random.Generator)) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int or a numpy Generator, got {type(seed).__name__}")
+    if not isinstance(seed, np.random.Generator) and seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed}")
     rng = np.random.default_rng(seed)
     Q = np.eye(p) if k == p else np.linalg.qr(rng.standard_normal((p, k)))[0]
 
