@@ -31,15 +31,22 @@ from .expansion import (
     expand_dataset,
     module_units,
 )
-from .form import NQF, TrainingRecord, moments, ntk_from_moments, random_nqf, realize_moments
+from .form import (
+    NQF,
+    TrainingRecord,
+    moments,
+    ntk_from_moments,
+    random_nqf,
+    realize_moments,
+)
 from .scaling import effective_slope, scaling_exponent
 from .solvable import feature_trajectory, glv_coefficients, switch_on_time
 
 __all__ = [
+    "NQF",
     "Expansion",
     "LearningForecast",
     "ModuleUnits",
-    "NQF",
     "NotSmoothError",
     "NotSymmetricError",
     "TrainingRecord",

@@ -49,8 +49,8 @@ from ._checks import (
 
 __all__ = [
     "NQF",
-    "TrainingRecord",
     "REALIZABLE_RTOL",
+    "TrainingRecord",
     "check_realizable",
     "frame_orthogonal_to_ones",
     "moments",
