@@ -482,9 +482,9 @@ def predict_learning(
                          "so gradient descent learns nothing")
     zinf = r[on] / c[on]
     if np.all(z0[on] >= 0.5 * zinf):
-        start = f"eps = {eps:.3g}" if eps is not None else f"the initial abundances z_k(0) from {source}"
-        raise ValueError(f"{start} is not small: every mode starts above half of its saturation "
-                         f"r_k/C_kk (max {np.max(zinf):.3g})")
+        start = f"eps = {eps:.3g} is" if eps is not None else f"the initial abundances z_k(0) from {source} are"
+        raise ValueError(f"{start} not small: every mode starts above half of its saturation "
+                         f"r_k/C_kk (max {np.max(zinf):.3g}); start from smaller weights")
     t_flow = np.full(pp, np.inf)
     t_flow[on] = switch_on_time_exact(r[on], c[on], z0[on])
     # GD: a small z_k grows by (1 + lr r_k/2)^2 per step; keep the saturation r_k/C_kk
