@@ -375,7 +375,7 @@ def _default_units(module: nn.Module) -> list[tuple[str, int]]:
 
 def _unknown(where: str, name: str, params: dict[str, torch.Tensor]) -> ValueError:
     close = difflib.get_close_matches(name, list(params), n=3)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "."
     return ValueError(
         f"{where}: the module has no parameter {name!r}{hint} Its parameters are: "
         + (", ".join(f"{n} {tuple(t.shape)}" for n, t in params.items()) or "none")
