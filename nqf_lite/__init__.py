@@ -3,10 +3,15 @@
 Modules, one per idea of the paper, each importing only the ones above it:
 
 - :mod:`nqf_lite.form` -- the order parameters ``(M, μ)``, the :class:`NQF` of a data set and
-  its explicit and closed training (Theorem 2, Eqs. 20-24), the NTK from ``(M, μ)`` (Prop. 8);
+  its explicit and closed training (Theorem 2, Eqs. 20-24) with a :class:`TrainingRecord` of
+  ``M``, ``μ``, ``W``, losses or predictions, the NTK from ``(M, μ)`` (Prop. 8);
 - :mod:`nqf_lite.expansion` -- ``expand``: the structure matrix ``A(x)`` (and ``g``, ``B``) of
-  any permutation-symmetric torch module by autograd (Theorem 1, Eq. 20);
+  any permutation-symmetric module by autograd (Theorem 1, Eq. 20): a function ``f(W, x)``
+  or a ``torch.nn.Module`` whose units (neurons, heads, experts, channels) ``module_units``
+  names;
 - :mod:`nqf_lite.compression` -- the width-(k_V + 1) twin (Theorem 3);
+- :mod:`nqf_lite.design` -- ``predict_learning``: the learning order, switch-on times and
+  plateaus of a layer, a registry model or an NQF before training (Theorem 6, Eqs. 32-43);
 - :mod:`nqf_lite.architectures` -- one object per model (Props. 1-6, Table 3), one module per family;
 - :mod:`nqf_lite.train` -- torch GD / momentum / Adam, and a network next to its twin;
 - :mod:`nqf_lite.momentum`, :mod:`nqf_lite.solvable`, :mod:`nqf_lite.scaling` -- momentum,
@@ -16,16 +21,35 @@ Modules, one per idea of the paper, each importing only the ones above it:
 """
 
 from .compression import compress, compression_residual, data_subspace, k_V
-from .expansion import Expansion, NotSmoothError, NotSymmetricError, expand, expand_dataset
-from .form import NQF, moments, ntk_from_moments, random_nqf, realize_moments
+from .design import LearningForecast, predict_learning
+from .expansion import (
+    Expansion,
+    ModuleUnits,
+    NotSmoothError,
+    NotSymmetricError,
+    expand,
+    expand_dataset,
+    module_units,
+)
+from .form import (
+    NQF,
+    TrainingRecord,
+    moments,
+    ntk_from_moments,
+    random_nqf,
+    realize_moments,
+)
 from .scaling import effective_slope, scaling_exponent
 from .solvable import feature_trajectory, glv_coefficients, switch_on_time
 
 __all__ = [
-    "Expansion",
     "NQF",
+    "Expansion",
+    "LearningForecast",
+    "ModuleUnits",
     "NotSmoothError",
     "NotSymmetricError",
+    "TrainingRecord",
     "compress",
     "compression_residual",
     "data_subspace",
@@ -35,8 +59,10 @@ __all__ = [
     "feature_trajectory",
     "glv_coefficients",
     "k_V",
+    "module_units",
     "moments",
     "ntk_from_moments",
+    "predict_learning",
     "random_nqf",
     "realize_moments",
     "scaling_exponent",

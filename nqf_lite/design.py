@@ -3,21 +3,27 @@
 The paper notes that "A(x) can be evaluated for a proposed layer before that layer is
 ever trained" (Sec. 1).  :func:`predict_learning` turns that remark into a procedure:
 
-1. expand the layer at every training input (Theorem 1, Eq. 2; :func:`nqf_lite.expand_dataset`);
+1. get the structure matrices ``A(x_mu)`` of the training inputs: from a torch module
+   or a function by autograd (Theorem 1, Eq. 2; :func:`nqf_lite.expand_dataset`), from
+   a registry model's closed form (``model.twin(xs)``, Table 3), or from an
+   :class:`~nqf_lite.NQF` directly;
 2. rotate the data matrices ``A(x_mu)`` into one basis of modes -- exactly the common
    eigenbasis when they commute (Assumption 1), otherwise the eigenbasis of the
    label-weighted sum ``Y = (4/m) sum_mu y_mu A(x_mu)`` (Theorem 7) refined by Jacobi
    joint diagonalisation inside its degenerate eigenspaces;
 3. read off the Lotka-Volterra growth rates ``r_k`` and competition matrix ``C``
    (Eqs. 32, 37; :func:`nqf_lite.glv_coefficients`), the switch-on times of
-   Eq. 43 (exact half-saturation form of Theorem 6, Eq. 39) and the plateau losses.
+   Eq. 43 (exact half-saturation form of Theorem 6, Eq. 39) from the initial
+   abundances ``z_k(0) = p_k^T M(0) p_k`` and the plateau losses.
 
 Whatever the data, the early, exponential phase ``M' ~ Y M + M Y`` of a small
 initialisation is governed by the eigenvalues of ``Y``, and ``r_k = 2 gamma_k``; so
 the rates, and with them the order and time of the first switch-on, do not need
 Assumption 1.  Plateau heights and later switch-ons do; the forecast reports how
 far the data are from commuting (``commuting_error``) and how strongly the growing
-modes compete (``coupling``).
+modes compete (``coupling``).  Gradient descent is stable for the fastest mode when
+``lr < 2 / max_k r_k`` (the curvature of the loss at a saturated mode is ``r_k``) and
+decaying modes stay small when ``lr < 4 / max_k |r_k|``; the forecast warns otherwise.
 """
 
 from __future__ import annotations
@@ -25,21 +31,25 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
-
 from scipy.optimize import nnls
 
-from nqf_lite import expand_dataset, glv_coefficients
-from nqf_lite.solvable import switch_on_time_exact
+from ._checks import as_array, positive
+from .expansion import expand_dataset
+from .form import NQF
+from .solvable import glv_coefficients, switch_on_time_exact
 
-__all__ = ["LearningForecast", "predict_learning"]
+__all__ = ["LearningForecast", "predict_learning", "stable_lr"]
 
 #: ``commuting_error`` above which the forecast warns that Assumption 1 fails.
 COMMUTE_WARN = 1e-6
 #: Relative gap under which two eigenvalues of ``Y`` count as one degenerate eigenspace.
 DEGENERATE_RTOL = 1e-9
+#: Growth rates ``r_k`` (and ``C_kk``) below this fraction of the largest count as zero: such a mode
+#: never switches on (its rate is round-off, e.g. a direction no structure matrix touches).
+RATE_RTOL = 1e-10
 
 
 @dataclass(frozen=True)
@@ -54,17 +64,27 @@ class LearningForecast:
         GLV growth rates ``r_k = (8/m) sum_mu lambda_{mu,k} y_mu`` (Eq. 37), decreasing.
     competition : ndarray, shape (p, p)
         ``C_kj = (8/m) sum_mu lambda_{mu,k} lambda_{mu,j}`` (Eq. 32).
-    eps : float
-        Initial abundance ``z_k(0) = eps`` of every mode (units of ``M = W W^T``).
+    eps : float or None
+        The uniform initial abundance ``z_k(0) = eps`` when one number was given;
+        ``None`` when the initial condition was per mode or ``W0`` (see ``z0``).
+    z0 : ndarray, shape (p,)
+        Initial abundance ``z_k(0) = p_k^T M(0) p_k`` of every mode (units of ``M = W W^T``).
     lr : float
         Learning rate of full-batch GD; gradient-flow time is ``t = lr * step``.
+    lr_max : float
+        The stable range of GD: ``lr < lr_max = min(2/max r_k, 4/max|r_k|)`` (:func:`stable_lr`).
+    switches_on : ndarray of bool, shape (p,)
+        Modes that switch on: growing (``r_k > 0`` and ``C_kk > 0``, both above
+        ``RATE_RTOL`` times the largest, not round-off) and present at the start
+        (``z_k(0) > 0``).  The others never switch on: their entries of
+        ``switch_on_times`` and ``switch_on_steps`` are ``inf`` and ``order`` leaves them out.
     switch_on_times : ndarray, shape (p,)
         Gradient-flow time at which ``z_k`` reaches half of ``r_k/C_kk`` (Eqs. 39, 43);
-        ``inf`` for modes that never grow.
+        0 for a mode that starts above it; ``inf`` where ``switches_on`` is False.
     switch_on_steps : ndarray, shape (p,)
         The same in GD steps at ``lr`` (growth factor ``(1 + lr r_k/2)^2`` per step).
     order : ndarray of int
-        Indices of the growing modes in the order they switch on.
+        Indices of the modes that switch on, in the order they do.
     plateaus : ndarray, shape (len(order) + 1,)
         Training loss before the first switch-on and after each one: the minimum of the
         loss over ``z >= 0`` on the modes switched on so far (a GLV fixed point, Eq. 32);
@@ -86,8 +106,11 @@ class LearningForecast:
     modes: np.ndarray
     rates: np.ndarray
     competition: np.ndarray
-    eps: float
+    eps: float | None
+    z0: np.ndarray
     lr: float
+    lr_max: float
+    switches_on: np.ndarray
     switch_on_times: np.ndarray
     switch_on_steps: np.ndarray
     order: np.ndarray
@@ -102,14 +125,21 @@ class LearningForecast:
         """True when the data matrices commute to ``COMMUTE_WARN`` (Assumption 1)."""
         return self.commuting_error <= COMMUTE_WARN
 
+    @property
+    def saturation(self) -> np.ndarray:
+        """``z_k^inf = r_k / C_kk`` of every growing mode (``nan`` for the others, see ``RATE_RTOL``)."""
+        c = np.diag(self.competition)
+        grow = _growing(self.rates, c)
+        return np.where(grow, self.rates / np.where(grow, c, 1.0), np.nan)
+
     def abundances(self, W: Any) -> np.ndarray:
         """Mode abundances ``z_k = p_k^T W W^T p_k`` of weights ``W`` (p, d) or (T, p, d).
 
         Use it on the weights of the real layer during training to compare with the forecast.
         """
-        W = np.asarray(W, dtype=np.float64)
+        W = as_array("W", W, ndim=(2, 3))
         p = self.modes.shape[0]
-        if W.ndim not in (2, 3) or W.shape[-2] != p:
+        if W.shape[-2] != p:
             raise ValueError(f"W must have shape (p={p}, d) or (T, p, d), got {W.shape}")
         proj = np.swapaxes(self.modes, 0, 1) @ W
         return (proj**2).sum(axis=-1)
@@ -119,13 +149,13 @@ class LearningForecast:
 
         Parameters
         ----------
-        t_max : float, optional
+        t_max : float > 0, optional
             Last step to show; defaults to 1.5 times the last switch-on.
         """
         s = self.switch_on_steps[self.order]
         end = 1.5 * float(s[-1]) if s.size else 1.0
         if t_max is not None:
-            end = float(t_max)
+            end = positive("t_max", t_max)
         steps = np.concatenate([[0.0], s, [end]])
         loss = np.concatenate([self.plateaus, [self.plateaus[-1]]])
         return steps, loss
@@ -154,29 +184,122 @@ class LearningForecast:
         ax.set(xlabel="GD step", ylabel="training loss")
         return ax
 
+    def __str__(self) -> str:
+        head = (
+            f"LearningForecast: {int(self.switches_on.sum())} of {self.rates.size} modes switch on; "
+            f"lr = {self.lr:.3g} (stable below {self.lr_max:.3g}); commuting error {self.commuting_error:.2g}, "
+            f"coupling {self.coupling:.2g}"
+        )
+        rows = ["  mode      rate r_k     z_k(0)   switch-on step   loss after"]
+        for j, k in enumerate(self.order):
+            rows.append(
+                f"  {k:4d}  {self.rates[k]:10.4g}  {self.z0[k]:9.3g}  {self.switch_on_steps[k]:15.4g}  "
+                f"{self.plateaus[j + 1]:11.4g}"
+            )
+        never = np.flatnonzero(~self.switches_on)
+        if never.size:
+            rows.append(f"  never switch on (r_k <= 0 up to round-off, or z_k(0) = 0): modes {never.tolist()}")
+        return "\n".join([head, f"  loss at the start {self.plateaus[0]:.4g}"] + rows)
+
 
 # ----------------------------------------------------------------------------- helpers
-def _positive(name: str, value: object) -> float:
-    try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a positive number, got {value!r}") from exc
-    if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return v
+def stable_lr(rates: Any) -> float:
+    """The stable range of full-batch GD for the modes of a forecast: ``lr < stable_lr(rates)``.
+
+    A growing mode saturates where the loss has curvature ``r_k`` along it (for
+    ``M = z p pᵀ`` the loss is ``(1/n) sum (lambda z - t)^2`` and its second derivative in
+    ``w = sqrt(z)`` at ``z = r_k/C_kk`` is ``z C_kk = r_k``), so GD converges there for
+    ``lr r_k < 2``.  A decaying mode (``r_k < 0``) starts as ``w -> (1 + lr r_k/2) w``
+    and stays small for ``lr |r_k| < 4``.
+
+    Parameters
+    ----------
+    rates : array_like, shape (p,)
+        Growth rates ``r_k`` (Eq. 37).
+
+    Returns
+    -------
+    float
+        ``min(2 / max_k r_k, 4 / max_k (-r_k))`` over the modes where each applies
+        (``inf`` when every rate is zero).
+    """
+    r = as_array("rates", rates, ndim=1)
+    if r.size == 0:
+        raise ValueError("rates must hold at least one growth rate")
+    bounds = [math.inf]
+    if r.max() > 0:
+        bounds.append(2.0 / float(r.max()))
+    if r.min() < 0:
+        bounds.append(4.0 / float(-r.min()))
+    return min(bounds)
+
+
+def _growing(r: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Modes with ``r_k > 0`` and ``C_kk > 0``, both above round-off (``RATE_RTOL`` times the largest)."""
+    return (r > RATE_RTOL * np.abs(r).max(initial=0.0)) & (c > RATE_RTOL * c.max(initial=0.0))
 
 
 def _labels(y: object, lead: tuple[int, ...]) -> np.ndarray:
-    try:
-        arr = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"y must be a real array, got {type(y).__name__}") from exc
+    if y is None:
+        raise TypeError("y (the labels, one per input and output) is required")
+    arr = as_array("y", y)
     if arr.shape != lead:
         raise ValueError(f"y must have shape {lead} (one label per input{' and output' if len(lead) > 1 else ''}), "
                          f"got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("y contains NaN or inf")
     return arr
+
+
+def _inputs(xs: object) -> Sequence[Any]:
+    if isinstance(xs, (str, bytes)) or not hasattr(xs, "__len__") or not hasattr(xs, "__getitem__"):
+        raise TypeError(f"xs must be a sequence of inputs, got {type(xs).__name__}")
+    if len(xs) == 0:
+        raise ValueError("xs must hold at least one input, got an empty sequence")
+    return xs
+
+
+def _structure_matrices(f: Any, xs: Any, p: Any, d: Any, units: Any) -> NQF:
+    """The NQF of the training inputs: given, from a registry model's closed form, or by autograd."""
+    if isinstance(f, NQF):
+        for name, value in (("xs", xs), ("p", p), ("d", d), ("units", units)):
+            if value is not None:
+                raise ValueError(f"{name} must be left out when f is an NQF: it already holds the data")
+        return f
+    from .architectures.base import Model  # lazy: the registry sits above this module
+
+    if isinstance(f, Model):
+        for name, value in (("d", d), ("units", units)):
+            if value is not None:
+                raise ValueError(f"{name} must be left out for a registry model, which has its own layout")
+        if p is not None and p != f.p:
+            raise ValueError(f"p = {p!r} does not match the model {f.name!r}, which has p = {f.p}")
+        nqf = f.twin(list(_inputs(xs)))
+        if not isinstance(nqf, NQF):
+            raise TypeError(f"the model's twin(xs) must return an NQF, got {type(nqf).__name__}")
+        return nqf
+    return expand_dataset(f, _inputs(xs), p, d, units=units)
+
+
+def _initial_abundances(eps: Any, W0: Any, P: np.ndarray) -> tuple[float | None, np.ndarray, str]:
+    """``(eps or None, z0, what)``: the initial abundance of every mode and the argument it came from."""
+    pp = P.shape[0]
+    if (eps is None) == (W0 is None):
+        raise TypeError(
+            "give the initial condition once: eps (one number, or one per mode) or W0 (the initial weights, (p, d))"
+        )
+    if W0 is not None:
+        W0 = as_array("W0", W0, ndim=2)
+        if W0.shape[0] != pp or W0.shape[1] == 0:
+            raise ValueError(f"W0 must have shape (p={pp}, d) with d >= 1 (neurons as columns), got {W0.shape}")
+        return None, ((P.T @ W0) ** 2).sum(axis=1), "W0"
+    if np.ndim(eps) == 0:
+        value = positive("eps", eps)
+        return value, np.full(pp, value), "eps"
+    z0 = as_array("eps", eps, ndim=1)
+    if z0.shape != (pp,):
+        raise ValueError(f"eps must be one number or one value per mode, shape ({pp},), got {z0.shape}")
+    if np.any(z0 < 0):
+        raise ValueError(f"eps must be >= 0 for every mode (an abundance p_k^T M p_k), got min {z0.min():.3g}")
+    return None, z0, "eps"
 
 
 def _jacobi_rotate(A: np.ndarray, P: np.ndarray, i: int, j: int) -> None:
@@ -236,27 +359,29 @@ def _plateaus(lam: np.ndarray, target: np.ndarray, order: np.ndarray) -> np.ndar
 
 # ----------------------------------------------------------------------------- forecast
 def predict_learning(
-    f: Callable[[Any, Any], Any],
-    xs: Sequence[Any],
-    y: object,
-    p: int,
+    f: Any,
+    xs: Sequence[Any] | None = None,
+    y: object = None,
+    p: int | None = None,
     *,
-    d: int = 2,
-    eps: float,
+    d: int | None = None,
+    eps: Any = None,
     lr: float,
+    W0: Any = None,
+    units: Sequence[Any] | None = None,
     warn: bool = True,
 ) -> LearningForecast:
     """Forecast the learning order, switch-on times and plateaus of a layer before training.
 
-    The layer is expanded at every input (Theorem 1, Eq. 2), the data matrices are
-    rotated into a common basis of modes (Assumption 1, or its best approximation),
-    and the GLV coefficients (Eqs. 32, 37) give, for an initialisation with
-    ``z_k(0) = eps`` and full-batch GD at learning rate ``lr`` on the mean squared
-    error ``(1/n) sum (f - y)^2`` over all ``n`` (sample, output) pairs:
+    The structure matrices of the training inputs are rotated into a common basis of
+    modes (Assumption 1, or its best approximation), and the GLV coefficients
+    (Eqs. 32, 37) give, for initial abundances ``z_k(0)`` and full-batch GD at learning
+    rate ``lr`` on the mean squared error ``(1/n) sum (f - y)^2`` over all ``n``
+    (sample, output) pairs:
 
     - the switch-on time of mode ``k``, where ``z_k`` reaches half of ``r_k/C_kk``,
-      ``t*_k = (1/r_k) ln[(r_k/C_kk - eps)/eps]`` (Theorem 6, Eq. 39; its leading order
-      is Eq. 43, ``ln(1/eps)/r_k``), and the same in GD steps;
+      ``t*_k = (1/r_k) ln[(r_k/C_kk - z_k(0))/z_k(0)]`` (Theorem 6, Eq. 39; its leading
+      order is Eq. 43, ``ln(1/eps)/r_k``), and the same in GD steps;
     - the loss plateaus ``mean(y^2) - sum V_k`` with ``V_k = r_k^2/(8 C_kk)`` (orthogonal
       features; for competing modes the loss at the GLV fixed point).
 
@@ -266,51 +391,69 @@ def predict_learning(
 
     Parameters
     ----------
-    f : callable ``f(W, x) -> torch scalar or (V,) tensor``
-        A permutation-symmetric torch layer in the :func:`nqf_lite.expand` convention
-        (``W`` of shape ``(p, d)``, one neuron per column).
+    f : NQF, registry model, torch.nn.Module or callable
+        What to forecast:
+
+        - an :class:`~nqf_lite.NQF`: its ``A`` (and ``f0``) directly; leave ``xs`` out;
+        - a registry model (an instance of :class:`nqf_lite.architectures.base.Model`,
+          e.g. ``nqf_lite.architectures.MODELS["phase_retrieval"]``): its closed-form
+          ``structure(x)`` through ``model.twin(xs)``, no autograd;
+        - a ``torch.nn.Module``: expanded in its units by autograd (``units``, ``d``
+          as in :func:`nqf_lite.expand`);
+        - a function ``f(W, x)`` in the :func:`nqf_lite.expand` convention (``W`` of
+          shape ``(p, d)``, one neuron per column), expanded at width ``d`` (default 2).
     xs : sequence of length m
-        Training inputs, passed to ``f`` unchanged.
+        Training inputs (not for an NQF).
     y : array_like, shape (m,) or (m, V)
         Labels (``(m, V)`` for a layer with ``V`` outputs; each output is a sample).
-    p : int
-        Parameters per neuron.
-    d : int, default 2
-        Width at which the layer is expanded (the forecast does not depend on it for a
-        ZGZ layer, Theorem 2).
-    eps : float
-        Initial abundance of each mode, ``z_k(0) = p_k^T M(0) p_k``.  For i.i.d.
-        ``N(0, sigma^2)`` weights and width ``d``, ``eps = d sigma^2``.
+    p : int, optional
+        Parameters per neuron: required for a function, checked when given otherwise.
+    d : int, optional
+        For a function, the width at which it is expanded (the forecast does not depend
+        on it for a ZGZ layer, Theorem 2); for a module, its number of units.
+    eps : float or array_like, shape (p,)
+        Initial abundance ``z_k(0) = p_k^T M(0) p_k``: one number for every mode, or one
+        value ``>= 0`` per mode in the order of the returned ``modes`` (decreasing rate).
+        For i.i.d. ``N(0, sigma^2)`` weights and width ``d``, ``eps ~ d sigma^2``.
     lr : float
-        Learning rate of full-batch GD (the step count assumes ``lr r_k < 2``, i.e. GD
-        that does not oscillate; it is exact in the exponential phase).
+        Learning rate of full-batch GD.  A ``UserWarning`` naming ``lr`` and the stable
+        bound (:func:`stable_lr`) is issued when ``lr`` is outside the stable range of
+        GD for the fastest mode; the step counts assume it is inside.
+    W0 : array_like, shape (p, d), optional
+        The initial weights (neurons as columns), instead of ``eps``:
+        ``z_k(0) = p_k^T W0 W0^T p_k``.  For a module, ``nqf_lite.module_units(module).weights()``.
+    units : sequence, optional
+        For a torch module: which parameters form one unit (see :func:`nqf_lite.expand`).
     warn : bool, default True
-        Warn when the data matrices do not commute or the layer is not ZGZ.
+        Warn when the data matrices do not commute or the layer is not ZGZ.  (The
+        warnings about ``lr`` and about growing modes that never switch on are always issued.)
 
     Returns
     -------
     LearningForecast
+        ``switches_on`` marks the modes that switch on; the others (``r_k <= 0`` or
+        ``z_k(0) = 0``) have infinite times and are left out of ``order``.
 
     Raises
     ------
     TypeError
-        If ``f`` is not callable or a number has the wrong type.
+        If ``f`` is none of the above, a number or array has the wrong type (complex
+        values included), or neither or both of ``eps`` and ``W0`` are given.
     ValueError
-        If ``xs`` is empty, ``y`` has the wrong shape, ``eps`` or ``lr`` is not
-        positive, ``eps`` exceeds every saturation value ``r_k/C_kk``, or no mode grows.
+        If ``xs`` is empty, ``y`` has the wrong shape or is not finite, ``eps`` or
+        ``lr`` is not positive, ``W0`` has the wrong shape, every mode starts above half
+        of its saturation ``r_k/C_kk``, no mode grows, or no growing mode starts with
+        ``z_k(0) > 0``.
     nqf_lite.NotSymmetricError, nqf_lite.NotSmoothError
         From :func:`nqf_lite.expand` when ``f`` is not permutation symmetric or not
         differentiable at ``W = 0`` (ReLU).
     """
-    if not callable(f):
-        raise TypeError(f"f must be callable as f(W, x), got {type(f).__name__}")
-    if isinstance(xs, (str, bytes)) or not hasattr(xs, "__len__"):
-        raise TypeError(f"xs must be a sequence of inputs, got {type(xs).__name__}")
-    if len(xs) == 0:
-        raise ValueError("xs must hold at least one input, got an empty sequence")
-    eps = _positive("eps", eps)
-    lr = _positive("lr", lr)
-    nqf = expand_dataset(f, xs, p, d=d)
+    lr = positive("lr", lr)
+    if not (isinstance(f, NQF) or callable(f) or hasattr(f, "twin")):
+        raise TypeError(
+            f"f must be callable as f(W, x), a torch module, a registry model or an NQF, got {type(f).__name__}"
+        )
+    nqf = _structure_matrices(f, xs, p, d, units)
     lead = nqf.A.shape[:-2]
     labels = _labels(y, lead)
     n, pp = int(np.prod(lead)), nqf.A.shape[-1]
@@ -321,6 +464,7 @@ def predict_learning(
 
     Y = (4.0 / n) * np.einsum("n,nij->ij", target, A)
     P = _joint_basis(A, Y)
+    eps, z0, source = _initial_abundances(eps, W0, P)
     At = np.einsum("ki,nkl,lj->nij", P, A, P)
     lam = np.einsum("nkk->nk", At)
     total = float(np.sum(A**2))
@@ -329,23 +473,48 @@ def predict_learning(
 
     r, C = glv_coefficients(lam, target)
     c = np.diag(C).copy()
-    grow = (r > 0) & (c > 0)
+    grow = _growing(r, c)
     if not np.any(grow):
         raise ValueError("no mode has a positive growth rate r_k: the layer cannot fit y from a small init")
-    if np.all(eps >= 0.5 * r[grow] / c[grow]):
-        raise ValueError(f"eps = {eps:.3g} is not small: every mode starts above half of its saturation "
-                         f"r_k/C_kk (max {np.max(r[grow] / c[grow]):.3g})")
-    t_flow = switch_on_time_exact(r, c, np.full(pp, eps))
+    on = grow & (z0 > 0)
+    if not np.any(on):
+        raise ValueError(f"no growing mode starts with z_k(0) > 0: {source} is orthogonal to every growing mode, "
+                         "so gradient descent learns nothing")
+    zinf = r[on] / c[on]
+    if np.all(z0[on] >= 0.5 * zinf):
+        start = f"eps = {eps:.3g} is" if eps is not None else f"the initial abundances z_k(0) from {source} are"
+        raise ValueError(f"{start} not small: every mode starts above half of its saturation "
+                         f"r_k/C_kk (max {np.max(zinf):.3g}); start from smaller weights")
+    t_flow = np.full(pp, np.inf)
+    t_flow[on] = switch_on_time_exact(r[on], c[on], z0[on])
     # GD: a small z_k grows by (1 + lr r_k/2)^2 per step; keep the saturation r_k/C_kk
-    r_gd = np.where(grow, (2.0 / lr) * np.log1p(lr * np.abs(r) / 2.0), r)
-    c_gd = np.where(grow, c * r_gd / np.where(grow, r, 1.0), c)
-    t_gd = switch_on_time_exact(r_gd, c_gd, np.full(pp, eps))
-    order = np.flatnonzero(grow)[np.argsort(t_flow[grow], kind="stable")]
+    r_gd = (2.0 / lr) * np.log1p(lr * r[on] / 2.0)
+    t_gd = np.full(pp, np.inf)
+    t_gd[on] = switch_on_time_exact(r_gd, c[on] * r_gd / r[on], z0[on]) / lr
+    order = np.flatnonzero(on)[np.argsort(t_flow[on], kind="stable")]
     plateaus = _plateaus(lam, target, order)
     sub = C[np.ix_(order, order)]
     norm = np.sqrt(np.outer(np.diag(sub), np.diag(sub)))
     coupling = float(np.max(np.abs(sub - np.diag(np.diag(sub))) / norm, initial=0.0))
+    lr_max = stable_lr(r)
 
+    if lr >= lr_max:
+        warnings.warn(
+            f"lr = {lr:.4g} is outside the stable range of gradient descent: lr must be below {lr_max:.4g} "
+            f"(2/r_max = {2 / r.max():.4g} for the fastest mode, r_max = {r.max():.4g}"
+            + (f"; 4/|r_min| = {4 / -r.min():.4g} for the fastest decaying one" if r.min() < 0 else "")
+            + "); the forecast's step counts assume stable GD",
+            UserWarning,
+            stacklevel=2,
+        )
+    silent = np.flatnonzero(grow & ~on)
+    if silent.size:
+        warnings.warn(
+            f"{silent.size} growing mode(s) {silent.tolist()} start at z_k(0) = 0 ({source}) and never switch on: "
+            "their switch-on times are inf, switches_on is False and order leaves them out",
+            UserWarning,
+            stacklevel=2,
+        )
     if warn and commuting_error > COMMUTE_WARN:
         warnings.warn(
             f"the data matrices A(x_mu) do not commute (commuting_error = {commuting_error:.3g}); "
@@ -361,9 +530,12 @@ def predict_learning(
         rates=r,
         competition=C,
         eps=eps,
+        z0=z0,
         lr=lr,
+        lr_max=lr_max,
+        switches_on=on,
         switch_on_times=t_flow,
-        switch_on_steps=t_gd / lr,
+        switch_on_steps=t_gd,
         order=order,
         plateaus=plateaus,
         commuting_error=commuting_error,

@@ -12,27 +12,48 @@ Theorem 1 and its ZGZ-free form (paper Eq. 20, App. B.1): a module
 If ``H_ii = 2 A_s`` are the equal diagonal Hessian blocks and ``H_ij = 2 B``
 the equal off-diagonal ones, then ``A = A_s - B`` (so that
 ``sum_i w_i^T A_s w_i + sum_{i != j} w_i^T B w_j = Tr[M A] + mu^T B mu``).
-A width-2 evaluation gives all three blocks.
+The derivatives in two neurons give all three blocks.
+
+The module is either a function ``f(W, x)`` with the neurons as the columns of
+``W``, or a ``torch.nn.Module`` whose interchangeable units (neurons, heads,
+experts, channels) are named by :class:`ModuleUnits`: ``units=[("0.weight", 0),
+("2.weight", 1)]`` says that unit ``i`` owns row ``i`` of ``0.weight`` and
+column ``i`` of ``2.weight`` (automatic for ``nn.Sequential(Linear, act,
+Linear)``).  A module is evaluated with :func:`torch.func.functional_call` in
+float64, whatever its dtype.
+
+- :func:`expand`, :class:`Expansion`: the coefficients at one input;
+- :func:`expand_dataset`: the :class:`~nqf_lite.NQF` of a data set;
+- :func:`module_units`, :class:`ModuleUnits`: a module's units as ``W`` (p, d) and as ``f(W, x)``;
+- :func:`truncation_error`: the remainder of Theorem 1;
+- :class:`NotSymmetricError`, :class:`NotSmoothError`: the two ways a module fails Theorem 1.
 """
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import re
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
+from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ._checks import as_array, integer, width
 from .form import NQF, moments
 
 __all__ = [
     "Expansion",
+    "ModuleUnits",
     "NotSmoothError",
     "NotSymmetricError",
     "expand",
     "expand_dataset",
+    "module_units",
     "truncation_error",
 ]
 
@@ -142,6 +163,8 @@ def _call(f: Module, W: torch.Tensor, x: Any) -> torch.Tensor:
         ) from exc
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"f(W, x) must return a torch tensor, got {type(out).__name__}")
+    if out.is_complex() or not out.is_floating_point():
+        raise TypeError(f"f(W, x) must return a real floating tensor, got dtype {out.dtype}")
     if out.ndim > 1:
         raise ValueError(f"f(W, x) must return a scalar or a (V,) vector, got shape {tuple(out.shape)}")
     return out.to(torch.float64)
@@ -156,21 +179,32 @@ def _detach_input(x: Any) -> Any:
     return x
 
 
-def _check_input_finite(x: Any, name: str = "x") -> None:
-    """``ValueError`` if a tensor, array or number in ``x`` (or in its tuples and lists) is NaN or inf."""
-    if isinstance(x, torch.Tensor):
-        bad = (x.is_floating_point() or x.is_complex()) and not bool(torch.isfinite(x).all())
-    elif isinstance(x, (np.ndarray, float, np.floating)):
-        arr = np.asarray(x)
-        bad = arr.dtype.kind in "fc" and not bool(np.isfinite(arr).all())
-    elif isinstance(x, (tuple, list)):
+def _check_input(x: Any, name: str = "x") -> None:
+    """Refuse NaN or inf (``ValueError``) and complex values (``TypeError``) anywhere in ``x``."""
+    if isinstance(x, (tuple, list)):
         for i, v in enumerate(x):
-            _check_input_finite(v, f"{name}[{i}]")
+            _check_input(v, f"{name}[{i}]")
         return
+    if isinstance(x, torch.Tensor):
+        if x.is_complex():
+            raise TypeError(f"{name} must be real, got a complex tensor (dtype {x.dtype})")
+        bad = x.is_floating_point() and not bool(torch.isfinite(x).all())
+    elif isinstance(x, (np.ndarray, np.generic, float, complex)):
+        arr = np.asarray(x)
+        if arr.dtype.kind == "c":
+            raise TypeError(f"{name} must be real, got a complex value (dtype {arr.dtype})")
+        bad = arr.dtype.kind == "f" and not bool(np.isfinite(arr).all())
     else:
         return
     if bad:
         raise ValueError(f"{name} contains NaN or inf: the expansion of f at such an input is undefined")
+
+
+def _prepare_input(x: Any) -> Any:
+    """``x`` detached from autograd, after :func:`_check_input`."""
+    x = _detach_input(x)
+    _check_input(x)
+    return x
 
 
 def _check_budget(n: int, V: int, max_bytes: int) -> None:
@@ -178,7 +212,8 @@ def _check_budget(n: int, V: int, max_bytes: int) -> None:
     need = 8 * V * n * n
     if need > max_bytes:
         raise ValueError(
-            f"the Hessian of f in the d * p = {n:,} weights ({V} output(s)) has {V * n * n:,} float64 entries "
+            f"the Hessian of f in the 2 p = {n:,} weights of two neurons ({V} output(s)) has {V * n * n:,} "
+            "float64 entries "
             f"and would need {need / 2**30:,.2f} GiB, more than max_bytes = {max_bytes / 2**30:,.2f} GiB; "
             "lower p or d, or raise max_bytes"
         )
@@ -272,72 +307,468 @@ def _check_smooth(f: Module, x: Any, e: Expansion, rng: np.random.Generator) -> 
                     )
 
 
-def expand(
-    f: Module, x: Any, p: int, d: int = 2, check: bool = True, seed: int = 0, *, max_bytes: int = MAX_BYTES
-) -> Expansion:
-    """Exact Taylor coefficients ``f0, g, A, B`` of a symmetric module at ``W = 0`` (Eq. 20).
+# ----------------------------------------------------------------------------- torch modules
+#: layers whose output units the automatic ``units`` of an ``nn.Sequential`` reads (dim 0)
+_FIRST_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One entry of ``units``: a sliced parameter, or one whole parameter per unit (``*``)."""
+
+    label: str
+    names: tuple[str, ...]
+    dim: int | None
+    blocks: int
+    shape: tuple[int, ...]
+    per_unit: int
+
+    @property
+    def unit_shape(self) -> tuple[int, ...]:
+        """Shape of one unit's share before it is flattened (C order) into a column of ``W``."""
+        if self.dim is None:
+            return self.shape
+        pre, post = self.shape[: self.dim], self.shape[self.dim + 1 :]
+        return pre + (self.blocks, self.per_unit) + post
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.unit_shape, dtype=int))
+
+    def split(self, params: dict[str, torch.Tensor], d: int) -> torch.Tensor:
+        """The ``(size, d)`` block of ``W`` held by this entry's parameter(s)."""
+        if self.dim is None:
+            return torch.stack([params[n].reshape(-1) for n in self.names], dim=1)
+        pre = self.shape[: self.dim]
+        view = params[self.names[0]].reshape(pre + (self.blocks, d, self.per_unit) + self.shape[self.dim + 1 :])
+        return torch.movedim(view, len(pre) + 1, 0).reshape(d, -1).T
+
+    def join(self, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Inverse of :meth:`split`: the parameter(s) from the ``(size, d)`` block ``rows``."""
+        d = rows.shape[1]
+        if self.dim is None:
+            return {n: rows[:, i].reshape(self.shape) for i, n in enumerate(self.names)}
+        cube = rows.T.reshape((d,) + self.unit_shape)
+        return {self.names[0]: torch.movedim(cube, 0, self.dim + 1).reshape(self.shape)}
+
+
+def _default_units(module: nn.Module) -> list[tuple[str, int]]:
+    """``units`` of ``nn.Sequential(Linear or ConvNd, parameter-free layers, Linear)``: the hidden units."""
+    layers = [(n, c) for n, c in module.named_children() if any(True for _ in c.parameters())]
+    if isinstance(module, nn.Sequential) and len(layers) == 2:
+        (n1, first), (n2, last) = layers
+        if isinstance(first, _FIRST_LAYERS) and isinstance(last, nn.Linear):
+            hidden = first.out_features if isinstance(first, nn.Linear) else first.out_channels
+            if hidden == last.in_features:
+                spec = [(f"{n1}.weight", 0)]
+                if first.bias is not None:
+                    spec.append((f"{n1}.bias", 0))
+                return spec + [(f"{n2}.weight", 1)]
+    shapes = ", ".join(f"{n} {tuple(t.shape)}" for n, t in module.named_parameters())
+    raise ValueError(
+        f"units is required for a {type(module).__name__}: the automatic choice covers "
+        "nn.Sequential(Linear or Conv, parameter-free layers, Linear) only. List the parameters of one "
+        "unit as (name, dim) pairs, e.g. units=[('0.weight', 0), ('0.bias', 0), ('2.weight', 1)]; "
+        f"the module's parameters are: {shapes or 'none'}"
+    )
+
+
+def _unknown(where: str, name: str, params: dict[str, torch.Tensor]) -> ValueError:
+    close = difflib.get_close_matches(name, list(params), n=3)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "."
+    return ValueError(
+        f"{where}: the module has no parameter {name!r}{hint} Its parameters are: "
+        + (", ".join(f"{n} {tuple(t.shape)}" for n, t in params.items()) or "none")
+    )
+
+
+def _entry(where: str, entry: Any, params: dict[str, torch.Tensor]) -> tuple:
+    """Validate one entry of ``units``: ``(label, names, dim, blocks, shape, count)``."""
+    if isinstance(entry, (str, bytes)) or not isinstance(entry, (tuple, list)) or len(entry) not in (2, 3):
+        raise TypeError(f"{where} must be a pair (name, dim) or a triple (name, dim, blocks), got {entry!r}")
+    name, dim = entry[0], entry[1]
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{where}: the parameter name must be a non-empty string, got {name!r}")
+    blocks = integer(f"{where} blocks", entry[2]) if len(entry) == 3 else 1
+    if "*" in name:
+        if name.count("*") != 1 or dim is not None or blocks != 1:
+            raise ValueError(
+                f"{where}: a name with one '*' (like 'experts.*.weight') gives unit i the whole parameter "
+                f"with '*' replaced by i, so write ({name!r}, None); got {tuple(entry)!r}"
+            )
+        pattern = re.compile(re.escape(name).replace(r"\*", r"(\d+)"))
+        found = sorted((int(mt.group(1)), n) for n in params if (mt := pattern.fullmatch(n)))
+        if not found:
+            raise _unknown(where, name, params)
+        idx = [i for i, _ in found]
+        if idx != list(range(len(idx))):
+            raise ValueError(f"{where}: the parameters matching {name!r} must be numbered 0, 1, 2, ..., got {idx}")
+        shapes = {tuple(params[n].shape) for _, n in found}
+        if len(shapes) != 1:
+            raise ValueError(f"{where}: the parameters matching {name!r} have different shapes {sorted(shapes)}")
+        return name, tuple(n for _, n in found), None, 1, shapes.pop(), len(found)
+    if name not in params:
+        raise _unknown(where, name, params)
+    shape = tuple(params[name].shape)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{where}: dim must be an axis of {name!r} (shape {shape}), an integer, got {dim!r}")
+    if not -len(shape) <= dim < len(shape):
+        raise ValueError(f"{where}: dim = {dim} is not an axis of {name!r}, whose shape is {shape}")
+    dim = int(dim) % len(shape)
+    if shape[dim] % blocks:
+        raise ValueError(
+            f"{where}: {name!r} has {shape[dim]} entries along dim {dim}, which do not split into blocks = {blocks}"
+        )
+    return name, (name,), dim, blocks, shape, shape[dim] // blocks
+
+
+class ModuleUnits:
+    """The interchangeable units of a torch module, and the matrix ``W`` (p, d) they form.
+
+    A unit (neuron, head, expert, channel, ...) owns a share of some parameters:
+    ``("0.weight", 0)`` gives unit ``i`` the ``i``-th slice of ``0.weight`` along
+    dim 0 (a row), ``("2.weight", 1)`` the ``i``-th slice along dim 1 (a column).
+    Column ``i`` of ``W`` stacks unit ``i``'s shares, each flattened in C order, in
+    the order of ``units``; the module must be unchanged by any permutation of the
+    units (Definition 1).  Parameters that are not listed are shared: held at their
+    current values, they enter ``f0`` and the coefficients like the input does.
 
     Parameters
     ----------
-    f : callable ``f(W, x) -> tensor``
-        The module, in torch.  ``W`` has shape ``(p, d)`` (neurons as columns,
-        float64) for any width ``d``; the output is a scalar or a ``(V,)`` vector.
-    x : any
-        One input, passed through to ``f`` (torch tensors, also inside tuples
-        and lists, detached from autograd).  Refused if a tensor, array or
-        number in it is NaN or inf.
+    module : torch.nn.Module
+        Any floating dtype; the unit function computes in float64.
+    units : sequence, optional
+        Entries ``(name, dim)``, ``(name, dim, blocks)`` or ``(pattern, None)``:
+
+        - ``(name, dim)``: the size of parameter ``name`` along ``dim`` splits
+          into ``d`` equal consecutive slices, one per unit;
+        - ``(name, dim, blocks)``: the axis holds ``blocks`` consecutive blocks,
+          each split that way (e.g. ``("in_proj_weight", 0, 3)``: the stacked
+          query, key and value projections of ``nn.MultiheadAttention``);
+        - ``(pattern, None)`` with one ``*`` in the pattern: unit ``i`` owns the
+          whole parameter named with ``*`` replaced by ``i`` (e.g.
+          ``("experts.*.weight", None)`` for an ``nn.ModuleList`` of experts).
+
+        Default: for ``nn.Sequential(Linear or ConvNd, parameter-free layers,
+        Linear)``, the hidden units ``[("0.weight", 0), ("0.bias", 0), ("2.weight", 1)]``
+        (without the bias entry when the first layer has none); any other module
+        must say.
+    d : int, optional
+        Number of units.  By default every unit owns one index along each ``dim``
+        (neurons, channels, stacked experts); give ``d`` when a unit owns several
+        consecutive indices (``d = num_heads`` for attention heads).
+
+    Attributes
+    ----------
+    module : torch.nn.Module
     p : int
-        Number of parameters of one neuron (the rows of ``W``).
-    d : int, default 2
-        Width at which the expansion is taken.  Two neurons show every block
-        (one diagonal, one off-diagonal); ``f0`` is ``f(0)`` at this width.
-    check : bool, default True
-        Verify permutation symmetry (at a random width-3 point) and
-        differentiability at the origin (one-sided difference quotients at
-        three scales along two random directions, against autograd).
-    seed : int
-        Seed of the random points used by the checks.
-    max_bytes : int, default 2 GiB
-        Memory budget: ``expand`` refuses up front when the Hessian
-        (``V (d p)^2`` float64 entries) would exceed it.
+        Parameters per unit (the rows of ``W``).
+    d : int
+        Number of units (the columns of ``W``).
+    units : list of tuple
+        The resolved entries ``(name, dim, blocks)`` (a pattern for ``*`` entries).
+
+    Notes
+    -----
+    Called as ``units(W, x)``, the object is the module as a function of its units
+    in the convention of :func:`expand` (``W`` of shape ``(p, d)``).  The module is
+    evaluated with :func:`torch.func.functional_call` in eval mode (dropout off;
+    its training flags are restored afterwards) and with the math backend of
+    scaled-dot-product attention, whose second derivatives exist.  A tuple ``x`` is unpacked into the
+    module's positional arguments; floating tensors and arrays are cast to float64,
+    complex ones refused.  The output is flattened: one element gives a scalar,
+    ``V > 1`` elements a ``(V,)`` vector; a complex or non-floating output, or one
+    that is not a tensor (``nn.MultiheadAttention`` returns a tuple), is refused.
+    """
+
+    def __init__(self, module: nn.Module, units: Sequence[Any] | None = None, d: int | None = None) -> None:
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+        params = dict(module.named_parameters())
+        spec = _default_units(module) if units is None else units
+        if isinstance(spec, (str, bytes)) or not isinstance(spec, (list, tuple)):
+            raise TypeError(f"units must be a list of (name, dim) pairs, got {type(spec).__name__}")
+        if len(spec) == 0:
+            raise ValueError("units must list at least one (name, dim) pair")
+        entries = [_entry(f"units[{i}]", e, params) for i, e in enumerate(spec)]
+        owner: dict[str, str] = {}
+        for i, (label, names, *_rest) in enumerate(entries):
+            for n in names:
+                if n in owner:
+                    raise ValueError(f"units[{i}] lists {n!r} again ({owner[n]} already does): a parameter belongs "
+                                     "to the units once")
+                owner[n] = f"units[{i}]"
+        for n in owner:
+            t = params[n]
+            if t.is_complex() or not t.is_floating_point():
+                raise TypeError(f"parameter {n!r} must be real floating point, got dtype {t.dtype}")
+        counts = [e[5] for e in entries]
+        if d is None:
+            if len(set(counts)) != 1:
+                sizes = ", ".join(
+                    f"{lab!r} gives {c}" + ("" if dim is None else f" along dim {dim}")
+                    for lab, _, dim, _, _, c in entries
+                )
+                raise ValueError(
+                    f"units: the sizes do not match ({sizes}): every entry must give the same number of units; "
+                    "if a unit owns several consecutive indices (e.g. an attention head), pass d, the number of units"
+                )
+            d = counts[0]
+        else:
+            d = width("d", d)
+            for i, (lab, _, dim, _, _, c) in enumerate(entries):
+                if (dim is None and c != d) or c % d:
+                    what = f"matches {c} parameters" if dim is None else f"has {c} entries per block along dim {dim}"
+                    raise ValueError(f"units[{i}]: {lab!r} {what}, which do not split into d = {d} units")
+        self.module = module
+        self.d = int(d)
+        self._parts = [
+            _Part(lab, names, dim, blocks, shape, 1 if dim is None else c // self.d)
+            for lab, names, dim, blocks, shape, c in entries
+        ]
+        self.p = sum(part.size for part in self._parts)
+        self._owned = frozenset(owner)
+
+    @property
+    def units(self) -> list[tuple[Any, ...]]:
+        """The resolved ``units`` entries ``(name, dim, blocks)``."""
+        return [(part.label, part.dim, part.blocks) for part in self._parts]
+
+    def slices(self) -> dict[str, slice]:
+        """Rows of ``W`` held by each entry (by name or pattern), for labelling pictures of ``A``."""
+        out, start = {}, 0
+        for part in self._parts:
+            out[part.label] = slice(start, start + part.size)
+            start += part.size
+        return out
+
+    @property
+    def names(self) -> list[str]:
+        """The entries' names (patterns for ``*`` entries), in the order of ``W``'s rows."""
+        return [part.label for part in self._parts]
+
+    def edges(self) -> list[tuple[int, int, str]]:
+        """``(start, stop, name)`` of every entry's rows, for labelling pictures of ``A``
+        (:func:`nqf_lite.plotting.plot_structure` accepts a ``ModuleUnits`` as its layout)."""
+        return [(sl.start, sl.stop, name) for name, sl in self.slices().items()]
+
+    def _state(self, overrides: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+        """Every parameter and buffer, detached, floating ones as float64."""
+        state = {}
+        for name, t in list(self.module.named_parameters()) + list(self.module.named_buffers()):
+            t = t.detach()
+            state[name] = t.to(torch.float64) if t.is_floating_point() else t
+        if overrides:
+            state.update(overrides)
+        return state
+
+    def weights(self) -> np.ndarray:
+        """The module's current units as ``W`` (p, d), float64 (a copy)."""
+        state = self._state()
+        return torch.cat([part.split(state, self.d) for part in self._parts]).numpy().copy()
+
+    def _check_W(self, W: Any) -> torch.Tensor:
+        if isinstance(W, torch.Tensor):
+            if W.is_complex() or not W.is_floating_point():
+                raise TypeError(f"W must be a real floating tensor, got dtype {W.dtype}")
+            W = W.to(torch.float64)
+        else:
+            W = torch.as_tensor(as_array("W", W))
+        if W.shape != (self.p, self.d):
+            raise ValueError(f"W must have shape (p, d) = ({self.p}, {self.d}) for these units, got {tuple(W.shape)}")
+        return W
+
+    def parameters(self, W: Any, overrides: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+        """Every parameter and buffer of the module (float64) with the units taken from ``W`` (p, d)."""
+        W = self._check_W(W)
+        state = self._state(overrides)
+        start = 0
+        for part in self._parts:
+            state.update(part.join(W[start : start + part.size]))
+            start += part.size
+        return state
+
+    def assign(self, W: Any) -> None:
+        """Write ``W`` (p, d) into the module's parameters, in place and in their own dtype."""
+        new = self.parameters(W)
+        with torch.no_grad():
+            for name, t in self.module.named_parameters():
+                if name in self._owned:
+                    t.copy_(new[name].to(t.dtype))
+
+    def __call__(self, W: Any, x: Any, overrides: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+        """The module on one input ``x`` with units ``W`` (p, d): a scalar or a ``(V,)`` tensor, float64.
+
+        ``overrides`` (name -> tensor) replaces shared parameters or buffers for this call only.
+        """
+        state = self.parameters(W, overrides)
+        args = tuple(_module_input(v, f"x[{i}]") for i, v in enumerate(x)) if isinstance(x, tuple) else (
+            _module_input(x, "x"),
+        )
+        with _evaluating(self.module), sdpa_kernel(SDPBackend.MATH):  # the fused kernels lack 2nd derivatives
+            out = torch.func.functional_call(self.module, state, args)
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(
+                f"the module must return one tensor, got {type(out).__name__}; wrap it in a module that returns "
+                "one (nn.MultiheadAttention returns a pair (output, weights): keep the output)"
+            )
+        if out.is_complex() or not out.is_floating_point():
+            raise TypeError(f"the module must return a real floating tensor, got dtype {out.dtype}")
+        return out.reshape(()) if out.numel() == 1 else out.reshape(-1)
+
+    def __repr__(self) -> str:
+        parts = ", ".join(
+            f"{part.label}" + ("[*]" if part.dim is None else f"[dim {part.dim}]") + f" ({part.size})"
+            for part in self._parts
+        )
+        return f"ModuleUnits({type(self.module).__name__}: d = {self.d} units of p = {self.p}: {parts})"
+
+
+def module_units(module: nn.Module, units: Sequence[Any] | None = None, d: int | None = None) -> ModuleUnits:
+    """The units of a torch module (see :class:`ModuleUnits`): ``W``, ``p``, ``d`` and ``f(W, x)``.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    units : sequence of ``(name, dim)``, ``(name, dim, blocks)`` or ``(pattern, None)``, optional
+        Which parameters form one unit; automatic for ``nn.Sequential(Linear, act, Linear)``.
+    d : int, optional
+        Number of units, when a unit owns several consecutive indices (attention heads).
 
     Returns
     -------
-    Expansion
-        ``f0, g, A, B`` as float64 numpy arrays (leading ``V`` axis for vector outputs).
+    ModuleUnits
 
     Raises
     ------
-    NotSymmetricError
-        If permuting neurons changes ``f`` or the Hessian blocks differ.
-    NotSmoothError
-        If ``f`` is not differentiable at the origin (ReLU, ``|u.x|``), or
-        ``f`` or a derivative at the origin is not finite (``0/0``).
+    TypeError
+        If ``module`` is not an ``nn.Module``, an entry is malformed or a listed
+        parameter is not real floating point.
     ValueError
-        If ``x`` holds NaN or inf, ``f`` indexes ``W`` beyond ``p`` rows, or the
-        Hessian would need more than ``max_bytes``.
+        If a name is unknown, a parameter is listed twice, or the entries give
+        different numbers of units (naming the entries and their sizes).
+
+    Examples
+    --------
+    >>> net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+    >>> u = module_units(net)           # rows of 0.weight, 0.bias; columns of 2.weight
+    >>> u.p, u.d, u.weights().shape
+    (5, 8, (5, 8))
     """
+    return ModuleUnits(module, units, d)
+
+
+@contextlib.contextmanager
+def _evaluating(module: nn.Module) -> Iterator[None]:
+    """Eval mode for the duration, then every submodule's own training flag back."""
+    flags = [(m, m.training) for m in module.modules()]
+    module.eval()
+    try:
+        yield
+    finally:
+        for m, flag in flags:
+            m.training = flag
+
+
+def _module_input(v: Any, name: str) -> Any:
+    """A module argument: floating tensors and arrays as float64 tensors; complex refused."""
+    if isinstance(v, torch.Tensor):
+        if v.is_complex():
+            raise TypeError(f"{name} must be real, got a complex tensor (dtype {v.dtype})")
+        return v.detach().to(torch.float64) if v.is_floating_point() else v.detach()
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind == "c":
+            raise TypeError(f"{name} must be real, got a complex array (dtype {v.dtype})")
+        if v.dtype.kind in "fiub":
+            return torch.as_tensor(v, dtype=torch.float64 if v.dtype.kind == "f" else None)
+    return v
+
+
+def _check_module_symmetry(units: ModuleUnits, x: Any, rng: np.random.Generator) -> None:
+    """Permute the units at a random ``W`` (a swap and a cycle); then perturb each unlisted parameter.
+
+    A parameter left out of ``units`` that belongs to the units (a per-unit bias
+    that happens to be zero, say) keeps the module symmetric at its current value
+    but not at others: perturbing it alone and permuting the units shows it.
+    """
+    d = units.d
+    W = torch.as_tensor(0.3 * rng.standard_normal((units.p, d)))
+    perms = [[1, 0] + list(range(2, d))] + ([list(range(1, d)) + [0]] if d > 2 else [])
+
+    def gap(overrides: dict[str, torch.Tensor] | None = None) -> tuple[float, float]:
+        base = units(W, x, overrides).detach().numpy()
+        worst = max(float(np.max(np.abs(units(W[:, perm], x, overrides).detach().numpy() - base))) for perm in perms)
+        return worst, SYMMETRY_RTOL * (1.0 + float(np.max(np.abs(base))))
+
+    worst, tol = gap()
+    if worst > tol:
+        raise NotSymmetricError(
+            f"the module is not symmetric under permuting its units: f(W P) - f(W) = {worst:.3g} at a random W for "
+            f"{units!r}. Theorem 1 needs S_d symmetry (Definition 1): check that units lists every per-unit "
+            "parameter with its dim, and d (a unit may own several consecutive indices, e.g. an attention head)"
+        )
+    for name, t in units.module.named_parameters():
+        if name in units._owned or not t.is_floating_point() or t.numel() == 0:
+            continue
+        base = t.detach().to(torch.float64)
+        kick = torch.as_tensor(rng.standard_normal(tuple(t.shape))) * (0.3 + float(base.abs().mean()))
+        worst, tol = gap({name: base + kick})
+        if worst > tol:
+            raise ValueError(
+                f"units leaves out {name!r} (shape {tuple(t.shape)}), which belongs to the units: the module is "
+                "symmetric at its current value, but permuting the units without it changes f once it varies. "
+                f"Add ({name!r}, dim) to units"
+            )
+
+
+# ----------------------------------------------------------------------------- the expansion
+def _target(f: Any, p: Any, d: Any, units: Any) -> tuple[Callable[[torch.Tensor, Any], torch.Tensor], int, int, bool]:
+    """``(fn, p, d, is_module)``: the function ``fn(W, x)`` to expand, its ``p`` and width ``d``."""
+    given = isinstance(f, ModuleUnits)
+    if isinstance(f, nn.Module):
+        f = ModuleUnits(f, units, d)
+    elif units is not None:
+        raise ValueError(
+            "units applies to a torch.nn.Module f only; a function f(W, x) says its units by the columns of W"
+        )
+    if isinstance(f, ModuleUnits):
+        if p is not None and width("p", p) != f.p:
+            raise ValueError(f"p = {p} does not match the module's units, which hold p = {f.p} parameters each "
+                             f"({f!r}); leave p out for a module")
+        if given and d is not None and width("d", d) != f.d:
+            raise ValueError(f"d = {d} does not match the module's d = {f.d} units; leave d out for a module")
+        if f.d < 2:
+            raise ValueError(f"the module has d = {f.d} unit; Theorem 1 compares two units, so it needs d >= 2")
+        return f, f.p, f.d, True
     if not callable(f):
-        raise TypeError(f"f must be callable as f(W, x), got {type(f).__name__}")
+        raise TypeError(f"f must be a torch.nn.Module or callable as f(W, x), got {type(f).__name__}")
+    if p is None:
+        raise TypeError("p is required for a function f(W, x): the number of parameters of one neuron (rows of W)")
     p = width("p", p)
-    d = width("d", d)
+    d = 2 if d is None else width("d", d)
     if d < 2:
         raise ValueError(f"d must be >= 2 to see the cross-neuron block B, got {d}")
-    max_bytes = integer("max_bytes", max_bytes)
-    x = _detach_input(x)
-    _check_input_finite(x)
-    _check_budget(d * p, 1, max_bytes)  # before f is called on a (p, d) tensor
+    return f, p, d, False
+
+
+def _expand(
+    f: Callable[[torch.Tensor, Any], torch.Tensor], x: Any, p: int, d: int, check: bool, seed: int, max_bytes: int,
+    module: bool,
+) -> Expansion:
+    """The coefficients of ``f`` at width ``d`` from the derivatives in its first two columns."""
+    n = 2 * p
+    _check_budget(n, 1, max_bytes)  # before f is called on a (p, d) tensor
+    rest = torch.zeros(p, d - 2, dtype=torch.float64)
 
     def F(theta: torch.Tensor) -> torch.Tensor:
-        return _call(f, theta.reshape(d, p).T, x)
+        return _call(f, torch.cat([theta.reshape(2, p).T, rest], dim=1), x)
 
     with torch.no_grad():
-        V = int(np.prod(F(torch.zeros(d * p, dtype=torch.float64)).shape))
-    _check_budget(d * p, V, max_bytes)
-    value, grad, hess = _derivatives(F, d * p)
-    vec = value.ndim == 1
-    g_all = grad.reshape(*value.shape, d, p).numpy()
-    H = hess.reshape(*value.shape, d, p, d, p).numpy()
+        V = int(np.prod(F(torch.zeros(n, dtype=torch.float64)).shape))
+    _check_budget(n, V, max_bytes)
+    value, grad, hess = _derivatives(F, n)
+    g_all = grad.reshape(*value.shape, 2, p).numpy()
+    H = hess.reshape(*value.shape, 2, p, 2, p).numpy()
     H11, H22, H12 = H[..., 0, :, 0, :], H[..., 1, :, 1, :], H[..., 0, :, 1, :]
     scale = 1.0 + float(np.max(np.abs(H), initial=0.0)) + float(np.max(np.abs(g_all), initial=0.0))
     mismatch = max(
@@ -345,30 +776,122 @@ def expand(
         float(np.max(np.abs(g_all[..., 0, :] - g_all[..., 1, :]))),
     )
     if mismatch > SYMMETRY_RTOL * scale:
+        hint = (
+            f"; check that units lists every per-unit parameter (a bias too) with its dim: {f!r}"
+            if module else ", or W's columns are not the neurons"
+        )
         raise NotSymmetricError(
-            f"the two neurons' derivatives at W = 0 differ by {mismatch:.3g}: f is not symmetric "
-            "under permuting neurons (Definition 1), or W's columns are not the neurons"
+            f"the derivatives of two {'units' if module else 'neurons'} at W = 0 differ by {mismatch:.3g}: f is "
+            f"not symmetric under permuting them (Definition 1){hint}"
         )
     A_s = 0.5 * (H11 + np.swapaxes(H11, -1, -2)) / 2
     B = 0.5 * (H12 + np.swapaxes(H12, -1, -2)) / 2
-    out = Expansion(
-        f0=value.numpy().copy(),
-        g=g_all[..., 0, :].copy(),
-        A=A_s - B,
-        B=B,
-        d=d,
-    )
-    if not vec and out.f0.ndim != 0:
-        raise ValueError("f must return a scalar or a (V,) vector")
+    out = Expansion(f0=value.numpy().copy(), g=g_all[..., 0, :].copy(), A=A_s - B, B=B, d=d)
     if check:
         rng = np.random.default_rng(seed)
-        _check_symmetry(f, x, p, rng)
+        if module:
+            _check_module_symmetry(f, x, rng)  # type: ignore[arg-type]
+        else:
+            _check_symmetry(f, x, p, rng)
         _check_smooth(f, x, out, rng)
     return out
 
 
+def expand(
+    f: Module | nn.Module,
+    x: Any,
+    p: int | None = None,
+    d: int | None = None,
+    check: bool = True,
+    seed: int = 0,
+    *,
+    units: Sequence[Any] | None = None,
+    max_bytes: int = MAX_BYTES,
+) -> Expansion:
+    """Exact Taylor coefficients ``f0, g, A, B`` of a symmetric module at ``W = 0`` (Eq. 20).
+
+    Parameters
+    ----------
+    f : torch.nn.Module, ModuleUnits, or callable ``f(W, x) -> tensor``
+        The module.  A **torch module** is expanded in its units (see
+        :class:`ModuleUnits`): ``units`` says which parameters form one unit
+        (automatic for ``nn.Sequential(Linear, act, Linear)``), parameters not
+        listed keep their values, any floating dtype is computed in float64, and
+        the width is the module's own number of units.  A **function** receives
+        ``W`` of shape ``(p, d)`` (neurons as columns, float64) for any width
+        ``d``.  The output is a scalar or a ``(V,)`` vector (a module's output is
+        flattened; one element gives a scalar).
+    x : any
+        One input, passed to ``f`` (to a module as ``module(*x)`` when ``x`` is a
+        tuple, else ``module(x)``).  Torch tensors, also inside tuples and lists,
+        are detached.  Refused if a tensor, array or number in it is NaN or inf
+        (``ValueError``) or complex (``TypeError``).
+    p : int
+        Number of parameters of one neuron (the rows of ``W``); required for a
+        function, read from the units for a module (checked when given).
+    d : int, optional
+        For a function, the width at which the expansion is taken (default 2:
+        two neurons show every block; ``f0`` is ``f(0)`` at this width).  For a
+        module, the number of units, when a unit owns several consecutive
+        indices (``d = num_heads`` for attention heads); see :class:`ModuleUnits`.
+    check : bool, default True
+        Verify permutation symmetry (at a random point; for a module also that
+        no per-unit parameter was left out of ``units``) and differentiability
+        at the origin (one-sided difference quotients at three scales along two
+        random directions, against autograd).
+    seed : int >= 0
+        Seed of the random points used by the checks.
+    units : sequence, optional
+        Which parameters of a torch module form one unit: ``(name, dim)`` pairs,
+        ``(name, dim, blocks)`` triples or ``(pattern, None)`` (see :class:`ModuleUnits`).
+    max_bytes : int, default 2 GiB
+        Memory budget: ``expand`` refuses up front when the Hessian in the
+        ``2 p`` weights of two units (``V (2 p)^2`` float64 entries) would exceed it.
+
+    Returns
+    -------
+    Expansion
+        ``f0, g, A, B`` as float64 numpy arrays (leading ``V`` axis for vector
+        outputs), whatever the dtype of the module; ``d`` is the width used.
+
+    Raises
+    ------
+    NotSymmetricError
+        If ``f`` is not invariant under permuting neurons (or the module's units).
+    NotSmoothError
+        If ``f`` or its derivatives at ``W = 0`` are not finite, or autograd's
+        coefficients disagree with difference quotients (a kink such as ReLU).
+    TypeError
+        If ``f`` is neither a module nor callable, ``p`` is missing for a
+        function, ``x`` or the output is complex, or an argument has the wrong type.
+    ValueError
+        If ``x`` holds NaN or inf, ``f`` indexes ``W`` beyond ``p`` rows, the
+        Hessian would need more than ``max_bytes``, or ``units`` is wrong (an
+        unknown name, a parameter listed twice or left out, sizes that do not match).
+
+    Examples
+    --------
+    >>> net = nn.Sequential(nn.Linear(3, 8, bias=False), nn.Tanh(), nn.Linear(8, 1, bias=False))
+    >>> e = expand(net, torch.tensor([1.0, 2.0, 3.0]))
+    >>> e.A[:3, 3]                      # Prop. 1: A = (tanh'(0)/2) [[0, x], [x^T, 0]]
+    array([0.5, 1. , 1.5])
+    """
+    fn, p, d, module = _target(f, p, d, units)
+    seed = integer("seed", seed, minimum=0)
+    max_bytes = integer("max_bytes", max_bytes)
+    x = _prepare_input(x)
+    return _expand(fn, x, p, d, check, seed, max_bytes, module)
+
+
 def expand_dataset(
-    f: Module, xs: Sequence[Any], p: int, d: int = 2, check: bool = True, *, max_bytes: int = MAX_BYTES
+    f: Module | nn.Module,
+    xs: Sequence[Any],
+    p: int | None = None,
+    d: int | None = None,
+    check: bool = True,
+    *,
+    units: Sequence[Any] | None = None,
+    max_bytes: int = MAX_BYTES,
 ) -> NQF:
     """The NQF of a data set: :func:`expand` at every input, stacked into an :class:`~nqf_lite.NQF`.
 
@@ -376,32 +899,44 @@ def expand_dataset(
 
     Parameters
     ----------
-    f : callable ``f(W, x) -> tensor``
+    f : torch.nn.Module, ModuleUnits, or callable ``f(W, x) -> tensor``
         The module (see :func:`expand`).
     xs : sequence
-        The ``m`` inputs.
-    p, d : int
-        As in :func:`expand`.
+        The ``m`` inputs (a list, or an array or tensor whose first axis runs over them).
+    p, d : int, optional
+        As in :func:`expand` (``p`` required for a function).
     check : bool
         Run :func:`expand`'s checks on ``xs[0]``.
+    units : sequence, optional
+        As in :func:`expand`, for a torch module.
     max_bytes : int
         Memory budget of one :func:`expand` (its Hessian).
 
     Returns
     -------
     NQF
-        With ``A`` of shape ``(m, p, p)`` or ``(m, V, p, p)`` and matching ``g, B, f0``.
+        With ``A`` of shape ``(m, p, p)`` or ``(m, V, p, p)`` and matching ``g, B, f0`` (float64).
+
+    Raises
+    ------
+    TypeError, ValueError, NotSymmetricError, NotSmoothError
+        As :func:`expand`; an error caused by one input names it (``xs[i]: ...``).
     """
+    if isinstance(xs, (str, bytes)) or not hasattr(xs, "__len__") or not hasattr(xs, "__getitem__"):
+        raise TypeError(f"xs must be a sequence of inputs, got {type(xs).__name__}")
     if len(xs) == 0:
         raise ValueError("xs must hold at least one input")
+    fn, p, d, module = _target(f, p, d, units)
+    max_bytes = integer("max_bytes", max_bytes)
     exps = []
-    for i, x in enumerate(xs):
+    for i in range(len(xs)):
         try:
-            exps.append(expand(f, x, p, d=d, check=check and i == 0, max_bytes=max_bytes))
+            x = _prepare_input(xs[i])
+            exps.append(_expand(fn, x, p, d, check and i == 0, 0, max_bytes, module))
         except (NotSymmetricError, NotSmoothError):
             raise
-        except ValueError as exc:
-            raise ValueError(f"xs[{i}]: {exc}") from exc
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"xs[{i}]: {exc}") from exc
     return NQF(
         A=np.stack([e.A for e in exps]),
         g=np.stack([e.g for e in exps]),
@@ -411,31 +946,35 @@ def expand_dataset(
 
 
 def truncation_error(
-    f: Callable[[torch.Tensor, Any], torch.Tensor],
+    f: Module | nn.Module,
     expansion: Any,
     x: Any,
     W: Any,
     eps_grid: Any,
     correction: Callable[[np.ndarray], Any] | None = None,
+    *,
+    units: Sequence[Any] | None = None,
 ) -> np.ndarray:
     """``|f(εW; x) − NQF(εW; x)|`` for every ε (Eq. 20; Thm 1's remainder).
 
     Parameters
     ----------
-    f : callable
-        The module, ``f(W, x)`` as given to :func:`nqf_lite.expand`.
+    f : torch.nn.Module, ModuleUnits, or callable
+        The module, as given to :func:`nqf_lite.expand` (with the same ``units``).
     expansion : Expansion
         The Taylor coefficients, e.g. from :func:`nqf_lite.expand`; its
         ``predict(W)`` gives ``f0 + gᵀμ + μᵀBμ + Tr[M A]``.
     x : any
         The module's input.
     W : array_like, shape (p, d)
-        Direction in weight space.
+        Direction in weight space (``d`` the width of the expansion).
     eps_grid : array_like
         Positive scales ε.
     correction : callable, optional
         ``correction(εW)`` added to the NQF prediction, for higher-order terms
         (e.g. :func:`nqf_lite.architectures.attention.mha_quartic`).
+    units : sequence, optional
+        For a torch module: its units, as in :func:`expand`.
 
     Returns
     -------
@@ -448,14 +987,20 @@ def truncation_error(
         raise ValueError("eps_grid must be a non-empty 1-D array of positive numbers")
     if not isinstance(expansion, Expansion):
         raise TypeError(f"expansion must be an Expansion (from expand), got {type(expansion).__name__}")
-    x = _detach_input(x)
+    if isinstance(f, nn.Module):
+        f = ModuleUnits(f, units, expansion.d)
+    elif units is not None:
+        raise ValueError("units applies to a torch.nn.Module f only")
+    if not callable(f):
+        raise TypeError(f"f must be a torch.nn.Module or callable as f(W, x), got {type(f).__name__}")
+    x = _prepare_input(x)
     if expansion.p != W.shape[0]:
         raise ValueError(f"expansion has p={expansion.p}, which does not match W with {W.shape[0]} rows")
     errs = []
     with torch.no_grad():
         for e in eps:
             We = e * W
-            exact = f(torch.as_tensor(We, dtype=torch.float64), x).detach().numpy()
+            exact = _call(f, torch.as_tensor(We, dtype=torch.float64), x).numpy()
             approx = expansion.predict(We)
             if correction is not None:
                 approx = approx + as_array("correction(eps W)", correction(We))

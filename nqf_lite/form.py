@@ -17,7 +17,10 @@ With the loss of Eq. 26, ``L = (1/|b|) sum_{n in b} sum_o (f_no - y_no)^2``,
     H = \\sum_{n,o} 2\\ell'_{no} A_{no}, \\qquad
     \\nabla_W L = v\\mathbf 1^\\top + H W .
 
-Theorem 2 (Eqs. 23-24) follows by multiplying out ``W' = W - lr (v 1^T + H W)``;
+Theorem 2 (Eqs. 23-24) follows by multiplying out ``W' = W - lr (v 1^T + H W)``.
+:meth:`NQF.train` and :meth:`NQF.train_closed` run either loop and return every
+step's predictions, or, with ``record=("pred", "loss", "M", "mu", "W")``, a
+:class:`TrainingRecord` of what was asked for;
 the tangent kernel of Prop. 8 (App. B.6) is a function of ``(M, μ)`` too
 (:func:`ntk_from_moments`).  :func:`realize_moments` goes back from ``(M, μ)`` to
 weights; :func:`random_nqf` draws a test bed.
@@ -26,6 +29,8 @@ weights; :func:`random_nqf` draws a test bed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.linalg.lapack import dpotrf
@@ -45,6 +50,7 @@ from ._checks import (
 __all__ = [
     "NQF",
     "REALIZABLE_RTOL",
+    "TrainingRecord",
     "check_realizable",
     "frame_orthogonal_to_ones",
     "moments",
@@ -68,8 +74,75 @@ def moments(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mu : ndarray, shape (p,)
     """
     W = as_array("W", W, ndim=2)
+    if W.size == 0:
+        raise ValueError(f"W must hold at least one neuron of at least one parameter, got shape {W.shape}")
     return W @ W.T, W.sum(axis=1)
 
+
+
+#: what :meth:`NQF.train` and :meth:`NQF.train_closed` can record
+_TRAIN_RECORDS = ("pred", "loss", "M", "mu", "W")
+_CLOSED_RECORDS = ("pred", "loss", "M", "mu")
+
+
+@dataclass(frozen=True)
+class TrainingRecord:
+    """What :meth:`NQF.train` or :meth:`NQF.train_closed` recorded (``record=...``).
+
+    Every recorded array has a leading axis over the recorded steps; the ones not
+    asked for are ``None``.
+
+    Attributes
+    ----------
+    steps : ndarray of int, shape (T,)
+        The recorded steps: ``0, every, 2 every, ...`` and the last one.
+    final : ndarray or tuple
+        The state after the last step: ``W`` for :meth:`NQF.train`, ``(M, mu)`` for
+        :meth:`NQF.train_closed` (what the first element of their plain return is).
+    pred : ndarray, shape (T, m) or (T, m, V), optional
+        Predictions on every sample.
+    loss : ndarray, shape (T,), optional
+        Full-batch training loss of Eq. 26 (summed over outputs, averaged over samples).
+    M : ndarray, shape (T, p, p), optional
+        ``M = W Wᵀ``.
+    mu : ndarray, shape (T, p), optional
+        ``μ = W 1``.
+    W : ndarray, shape (T, p, d), optional
+        The weights (:meth:`NQF.train` only).
+    """
+
+    steps: np.ndarray
+    final: Any
+    pred: np.ndarray | None = None
+    loss: np.ndarray | None = None
+    M: np.ndarray | None = None
+    mu: np.ndarray | None = None
+    W: np.ndarray | None = None
+
+
+def _recording(record: Any, every: Any, steps: int, allowed: tuple[str, ...], method: str):
+    """Validate ``record`` and ``every``: ``(None, None)`` or ``(names, recorded steps)``."""
+    every = integer("every", every)
+    if record is None:
+        if every != 1:
+            raise ValueError(f"every = {every} needs record=...: without it {method} returns every step's predictions")
+        return None, None
+    names = (record,) if isinstance(record, str) else record
+    if not isinstance(names, (Sequence, np.ndarray)) or isinstance(names, bytes):
+        raise TypeError(f"record must be a name or a sequence of names from {allowed}, got {type(record).__name__}")
+    names = tuple(names)
+    if not names:
+        raise ValueError(f"record must name at least one of {allowed}")
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"record must hold names (str) from {allowed}, got {name!r}")
+        if name not in allowed:
+            extra = " (train_closed has no weights; use train)" if name == "W" else ""
+            raise ValueError(f"record: unknown name {name!r} for {method}; choose from {allowed}{extra}")
+    at = np.arange(0, steps + 1, every)
+    if at[-1] != steps:
+        at = np.append(at, steps)
+    return tuple(dict.fromkeys(names)), at
 
 
 class NQF:
@@ -98,7 +171,7 @@ class NQF:
         A = as_array("A", A, ndim=(3, 4))
         if A.shape[-1] != A.shape[-2]:
             raise ValueError(f"A must have shape (m, p, p) or (m, V, p, p), got {A.shape}")
-        if A.shape[0] == 0 or A.shape[-1] == 0:
+        if A.size == 0:
             raise ValueError(f"A must hold at least one sample and one parameter, got shape {A.shape}")
         check_symmetric("A", A)
         self.A = np.ascontiguousarray(A)
@@ -375,8 +448,18 @@ class NQF:
             return self._closed(M, mu, d, y, lr, idx, wd)
 
     def train(
-        self, W, y, lr, steps: int, batches=None, weight_decay: float = 0.0, progress: bool = False
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self,
+        W,
+        y,
+        lr,
+        steps: int,
+        batches=None,
+        weight_decay: float = 0.0,
+        progress: bool = False,
+        *,
+        record: str | Sequence[str] | None = None,
+        every: int = 1,
+    ) -> tuple[np.ndarray, np.ndarray] | TrainingRecord:
         """Run ``steps`` explicit (S)GD steps (:meth:`gd_step`, Eq. 21) and record the predictions.
 
         Every argument is validated once, before the first step.
@@ -393,6 +476,12 @@ class NQF:
         weight_decay : float >= 0
         progress : bool
             Accepted for compatibility and ignored: the book shows no progress bars.
+        record : str or sequence of str, optional
+            What to record besides nothing: any of ``"pred"``, ``"loss"``, ``"M"``,
+            ``"mu"``, ``"W"`` (see :class:`TrainingRecord`).  When given, a
+            :class:`TrainingRecord` is returned instead of the pair below.
+        every : int >= 1, default 1
+            With ``record``: record at steps ``0, every, 2 every, ...`` and the last step.
 
         Returns
         -------
@@ -400,21 +489,49 @@ class NQF:
             Weights after the last step.
         predictions : ndarray, shape (steps + 1, m) or (steps + 1, m, V)
             Predictions on every sample at steps ``0, ..., steps``.
+
+        or, with ``record``, a :class:`TrainingRecord` whose ``final`` is ``W``.
+
+        Examples
+        --------
+        >>> rec = model.train(W0, y, 0.1, 500, record=("loss", "M"))   # doctest: +SKIP
+        >>> rec.M.shape                                               # doctest: +SKIP
+        (501, p, p)
         """
         W = self._W(W)
         y, lr, wd, steps, batches = self._schedule(y, lr, weight_decay, steps, batches)
-        preds = np.empty((steps + 1,) + y.shape)
-        preds[0] = self._f(W @ W.T, W.sum(axis=1), None)
-        with np.errstate(over="ignore", invalid="ignore"):
-            for t in range(steps):
-                idx = batches[t]
-                W = self._gd(W, y, lr, idx, wd, f=preds[t] if idx is None else None)
-                preds[t + 1] = self._f(W @ W.T, W.sum(axis=1), None)
-        return W, preds
+        names, at = _recording(record, every, steps, _TRAIN_RECORDS, "train")
+        if names is None:  # the plain loop: every step's predictions
+            preds = np.empty((steps + 1,) + y.shape)
+            preds[0] = self._f(W @ W.T, W.sum(axis=1), None)
+            with np.errstate(over="ignore", invalid="ignore"):
+                for t in range(steps):
+                    idx = batches[t]
+                    W = self._gd(W, y, lr, idx, wd, f=preds[t] if idx is None else None)
+                    preds[t + 1] = self._f(W @ W.T, W.sum(axis=1), None)
+            return W, preds
+
+        def advance(W: np.ndarray, t: int, f: np.ndarray) -> np.ndarray:
+            idx = batches[t]
+            return self._gd(W, y, lr, idx, wd, f=f if idx is None else None)
+
+        return self._loop(W, advance, lambda W: (W @ W.T, W.sum(axis=1)), y, steps, names, at)
 
     def train_closed(
-        self, M, mu, d: int, y, lr, steps: int, batches=None, weight_decay: float = 0.0, progress: bool = False
-    ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+        self,
+        M,
+        mu,
+        d: int,
+        y,
+        lr,
+        steps: int,
+        batches=None,
+        weight_decay: float = 0.0,
+        progress: bool = False,
+        *,
+        record: str | Sequence[str] | None = None,
+        every: int = 1,
+    ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray] | TrainingRecord:
         """Run ``steps`` steps of the closed recursion (:meth:`closed_step`, Theorem 2) and record the predictions.
 
         Every argument is validated once, before the first step (including the
@@ -429,6 +546,11 @@ class NQF:
             Width (a number: no weights are stored).
         y, lr, steps, batches, weight_decay, progress
             As in :meth:`train`.
+        record : str or sequence of str, optional
+            Any of ``"pred"``, ``"loss"``, ``"M"``, ``"mu"`` (there are no weights);
+            when given, a :class:`TrainingRecord` is returned.
+        every : int >= 1, default 1
+            As in :meth:`train`.
 
         Returns
         -------
@@ -436,19 +558,63 @@ class NQF:
             Order parameters after the last step.
         predictions : ndarray, shape (steps + 1, m) or (steps + 1, m, V)
             Predictions on every sample at steps ``0, ..., steps``.
+
+        or, with ``record``, a :class:`TrainingRecord` whose ``final`` is ``(M, mu)``.
         """
         M, mu = self._state(M, mu)
         d = width("d", d)
         y, lr, wd, steps, batches = self._schedule(y, lr, weight_decay, steps, batches)
+        names, at = _recording(record, every, steps, _CLOSED_RECORDS, "train_closed")
         check_realizable(M, mu, d)
-        preds = np.empty((steps + 1,) + y.shape)
-        preds[0] = self._f(M, mu, None)
+        if names is None:  # the plain loop: every step's predictions
+            preds = np.empty((steps + 1,) + y.shape)
+            preds[0] = self._f(M, mu, None)
+            with np.errstate(over="ignore", invalid="ignore"):
+                for t in range(steps):
+                    idx = batches[t]
+                    M, mu = self._closed(M, mu, d, y, lr, idx, wd, f=preds[t] if idx is None else None)
+                    preds[t + 1] = self._f(M, mu, None)
+            return (M, mu), preds
+
+        def advance(state: tuple, t: int, f: np.ndarray) -> tuple:
+            idx = batches[t]
+            return self._closed(*state, d, y, lr, idx, wd, f=f if idx is None else None)
+
+        return self._loop((M, mu), advance, lambda state: state, y, steps, names, at)
+
+    def _loop(self, state, advance, moments_of, y, steps, names, at) -> TrainingRecord:
+        """The recording loop of :meth:`train` and :meth:`train_closed`.
+
+        ``advance(state, t, f)`` takes step ``t`` from the predictions ``f``;
+        ``moments_of(state)`` gives ``(M, mu)``; ``names`` are recorded at the steps ``at``.
+        """
+        out: dict[str, np.ndarray] = {}
+
+        def keep(i: int, state, M: np.ndarray, mu: np.ndarray, f: np.ndarray) -> None:
+            for name in names:
+                if name == "pred":
+                    value = f
+                elif name == "loss":
+                    value = np.sum((f - y) ** 2) / self.m
+                else:
+                    value = {"M": M, "mu": mu, "W": state}[name]
+                if name not in out:
+                    out[name] = np.empty((at.size,) + np.shape(value))
+                out[name][i] = value
+
+        M, mu = moments_of(state)
+        f = self._f(M, mu, None)
+        keep(0, state, M, mu, f)  # at[0] = 0
+        j = 1
         with np.errstate(over="ignore", invalid="ignore"):
             for t in range(steps):
-                idx = batches[t]
-                M, mu = self._closed(M, mu, d, y, lr, idx, wd, f=preds[t] if idx is None else None)
-                preds[t + 1] = self._f(M, mu, None)
-        return (M, mu), preds
+                state = advance(state, t, f)
+                M, mu = moments_of(state)
+                f = self._f(M, mu, None)
+                if j < at.size and at[j] == t + 1:
+                    keep(j, state, M, mu, f)
+                    j += 1
+        return TrainingRecord(steps=at, final=state, **out)
 
     def _schedule(self, y, lr, weight_decay, steps, batches) -> tuple:
         """Validate the arguments shared by :meth:`train` and :meth:`train_closed`."""
@@ -680,6 +846,8 @@ def random_nqf(
               (("scale_A", scale_A), ("scale_g", scale_g), ("scale_B", scale_B), ("scale_f0", scale_f0))}
     if not isinstance(seed, (int, np.integer, np.random.Generator)) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int or a numpy Generator, got {type(seed).__name__}")
+    if not isinstance(seed, np.random.Generator) and seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed}")
     rng = np.random.default_rng(seed)
     Q = np.eye(p) if k == p else np.linalg.qr(rng.standard_normal((p, k)))[0]
 
