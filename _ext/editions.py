@@ -49,13 +49,13 @@ DIRECTIVE_OPEN = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|:{3,})\{(?P<name>[
 ROLE = re.compile(r"\{(?P<name>[\w:\-]+)\}`(?P<body>[^`]*)`")
 LABEL_LINE = re.compile(r"^\((?P<label>[\w\-]+)\)=\s*$")
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<title>.+?)\s*$")
-MATH_LABEL = re.compile(r"^\$\$\s*\((?P<label>[\w\-]+)\)\s*$")
+MATH_LABEL = re.compile(r"^(?P<indent>[ \t]*)\$\$[ \t]*\((?P<label>[\w\-]+)\)\s*$")
 OPTION = re.compile(r"^\s*:(?P<key>[\w\-]+):\s*(?P<value>.*?)\s*$")
 EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 #: MyST markup that Jupyter shows raw; none may remain in an edition
 MYST_ONLY = re.compile(
     r"\{[\w:\-]+\}`|^[ \t]*(`{3,}|:{3,})\{[\w:\-]+\}|^\([\w\-]+\)=[ \t]*$|^[ \t]*:(label|class|nonumber):"
-    r"|^\$\$[ \t]*\(",
+    r"|^[ \t]*\$\$[ \t]*\(",
     re.M,
 )
 #: Sphinx's default texts for {numref} by the kind of target
@@ -412,8 +412,8 @@ def _inline(ctx: Context, text: str) -> str:
         if LABEL_LINE.match(line):
             continue
         if m := MATH_LABEL.match(line):
-            out.append(rf"\tag{{{_target(ctx, m['label'], 'eq').number}}}")
-            out.append("$$")
+            out.append(rf"{m['indent']}\tag{{{_target(ctx, m['label'], 'eq').number}}}")
+            out.append(f"{m['indent']}$$")
             continue
         if m := HEADING.match(line):
             line = _numbered_heading(ctx, m)

@@ -136,7 +136,8 @@ MEASURE = r"""
   // 5. output figures the browser shrinks: their text ends up smaller than the house 9 pt at 100 dpi
   const shrunk = [];
   for (const img of document.querySelectorAll('.cell_output figure img')) {
-    if (ours(img) || !img.naturalWidth) continue;
+    // an explorer's static image is hidden once its widget is drawn in its place (static/book.js)
+    if (ours(img) || !img.naturalWidth || img.closest('figure.explorer-live')) continue;
     const scale = img.getBoundingClientRect().width / img.naturalWidth;
     if (scale < 0.9) {
       shrunk.push(`${cellLabel(img)}: ${img.naturalWidth} px shown at ${Math.round(100 * scale)} %`);
