@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata as md
+import subprocess
 import json
 import os
 import re
@@ -92,6 +93,8 @@ def main() -> int:
     for name in BUILD_VARIABLES:
         os.environ.pop(name, None)
     os.environ.setdefault("NQF_EXERCISES_STRICT", "1")  # the reader editions hold the solutions
+    # a reader starts without nqf_lite: the edition's set-up cell must install it (again, here)
+    subprocess.run([sys.executable, "-m", "pip", "uninstall", "--quiet", "--yes", "nqf_lite"], check=False)
     before = versions()
     print(f"[reader] before: {before}", flush=True)
     # the first notebook's set-up cell installs nqf_lite, once, before the others run beside it
