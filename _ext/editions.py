@@ -82,6 +82,7 @@ class Target:
     number: str | None
     title: str
     doc: str
+    box: str = ""  # for a box: its sphinx-proof kind ("theorem", "proposition", ...)
 
 
 @dataclass
@@ -214,11 +215,10 @@ def load_book(root: Path = ROOT) -> Book:
                     counts["exercise"] += 1
                     number = f"{chapter}.{counts['exercise']}" if chapter else str(counts["exercise"])
                     book.labels[block.options.get("label", "")] = Target("exercise", number, block.arg, page.doc)
-                elif block.name.startswith("prf:") and block.name[4:] in PROOF_KINDS:
-                    book.labels[block.options.get("label", "")] = Target("box", None, block.arg, page.doc)
                 for inner in _walk(block):
-                    if inner is not block and inner.name.startswith("prf:") and inner.name[4:] in PROOF_KINDS:
-                        book.labels[inner.options.get("label", "")] = Target("box", None, inner.arg, page.doc)
+                    if inner.name.startswith("prf:") and inner.name[4:] in PROOF_KINDS:
+                        label = inner.options.get("label", "")
+                        book.labels[label] = Target("box", None, inner.arg, page.doc, inner.name[4:])
     book.labels.pop("", None)
     return book
 
@@ -392,10 +392,7 @@ def _role(ctx: Context, m: re.Match) -> str:
         return text or _ref_text(ctx, target)
     if name == "prf:ref":
         target = _target(ctx, label, name)
-        if text:
-            return text
-        kind = next((k for k in PROOF_KINDS if label.startswith(k[:3])), "theorem")
-        return parse_title(kind, target.title)[0]
+        return text or parse_title(target.box, target.title)[0]
     if name == "math":
         return f"${body}$"
     raise EditionError(f"{ctx.page.doc}: role {{{name}}} has no notebook rendering")
