@@ -922,43 +922,129 @@ def orthogonal_samples_z(xi: object, lam: object, z0: object) -> np.ndarray:
     return z0 * np.exp(-(8.0 / lam.shape[0]) * xi @ lam)
 
 
+#: Growth allowed in one step of :func:`isotropic_trajectory`: ``gamma_max * step <= ISO_STEP_GROWTH``.
+ISO_STEP_GROWTH = 8.0
+#: Eigenvalues of ``M(0)`` below ``ISO_RANK_RTOL * max eigenvalue`` are round-off: ``M(0)`` has lower rank.
+ISO_RANK_RTOL = 1e-12
+#: Most steps :func:`isotropic_trajectory` takes before the flow must have reached its fixed point.
+ISO_MAX_STEPS = 200_000
+
+
+def _psd_factor(name: str, M: np.ndarray) -> np.ndarray:
+    """A factor ``F`` (p, r) with ``F F^T = M`` and ``r = rank M`` (eigenvalues below ISO_RANK_RTOL dropped)."""
+    lam, V = np.linalg.eigh(0.5 * (M + M.T))
+    top = float(np.max(np.abs(lam), initial=0.0))
+    if lam.size and lam[0] < -ISO_RANK_RTOL * top:
+        raise ValueError(
+            f"{name} must be positive semi-definite (a Gram matrix W W^T), but its smallest eigenvalue is "
+            f"{lam[0]:.3g} (largest {top:.3g})"
+        )
+    keep = lam > ISO_RANK_RTOL * top
+    return V[:, keep] * np.sqrt(lam[keep])
+
+
+def _riccati_steps(Z: np.ndarray, g: np.ndarray, c: float, dt: np.ndarray) -> np.ndarray:
+    """Factors ``Z(dt)`` (B, p, r) of the Riccati flow from the factor ``Z`` (p, r), in the eigenbasis of ``Y``.
+
+    ``M(dt) = D Z (I + 8c Z^T Phi Z)^{-1} Z^T D`` (Eq. 41 with ``M(0) = Z Z^T``, pushed through to the
+    r x r inner matrix), ``D = e^{g dt}``, ``Phi = (e^{2 g dt} - 1)/(2g)``.  With ``[I; sqrt(8c Phi) Z] = Q R``,
+    ``R^T R`` is the inner matrix, so ``Z(dt) = D Z R^{-1}`` (no Gram matrix is formed).
+    ``sqrt(8c Phi)`` is taken as ``e^{g dt} sqrt(8c (1 - e^{-2 g dt})/(2g))`` for a growing mode and
+    directly for the others, so nothing overflows for ``g dt`` up to a few hundred.
+    """
+    gt = dt[:, None] * g[None, :]
+    safe = np.where(g == 0, 1.0, g)
+    grow = g > 0
+    s = np.where(g == 0, dt[:, None], -np.expm1(-2.0 * np.where(grow, gt, 0.0)) / (2.0 * safe))  # Phi e^{-2g dt}
+    phi = np.where(g == 0, dt[:, None], np.expm1(2.0 * np.where(grow, 0.0, gt)) / (2.0 * safe))  # Phi, g <= 0
+    e = np.exp(gt)
+    b = np.where(grow, e * np.sqrt(8.0 * c * s), np.sqrt(8.0 * c * phi))
+    r = Z.shape[1]
+    stacked = np.concatenate([np.broadcast_to(np.eye(r), (dt.size, r, r)), b[:, :, None] * Z], axis=1)
+    R = np.linalg.qr(stacked, mode="r")
+    DZ = e[:, :, None] * Z
+    return np.swapaxes(np.linalg.solve(np.swapaxes(R, 1, 2), np.swapaxes(DZ, 1, 2)), 1, 2)
+
+
 def isotropic_trajectory(t: object, Y: object, c: float, M0: object) -> np.ndarray:
-    """Riccati solution for isotropic samples (Theorem 7, Eq. 41).
+    """Riccati solution for isotropic samples (Theorem 7, Eq. 41), at any time and any rank of ``M0``.
 
     ``M(t) = e^{Yt} M0 [I + 8c Phi(t) M0]^{-1} e^{Yt}``, ``Phi(t) = int_0^t e^{2Ys} ds``,
-    solving ``M' = Y M + M Y - 8c M^2`` (Eq. 143); ``Phi`` is evaluated in the eigenbasis
-    of ``Y`` with ``expm1`` (exact also for singular ``Y``).
+    solving ``M' = Y M + M Y - 8c M^2`` (Eq. 143).
+
+    Evaluation.  In the eigenbasis of ``Y`` (eigenvalues ``gamma_k``) and with ``M0 = F F^T``
+    (``F`` of ``r = rank M0`` columns: ``M0 = W W^T`` of width ``d < p`` has rank ``d``, and
+    eigenvalues below ``ISO_RANK_RTOL`` times the largest are its round-off), Eq. 41 is
+    ``M(t) = D F (I_r + 8c F^T Phi F)^{-1} F^T D`` with ``D = e^{Yt}``, an ``r x r`` inverse that
+    exists at every ``t``.  Its factor ``Z(t) = D F R^{-1}`` (``R`` from a QR factorisation, see
+    ``_riccati_steps``) is advanced in steps with ``gamma_max * step <= ISO_STEP_GROWTH``
+    (Eq. 41 is a flow: ``M(t + s)`` is Eq. 41 started from ``M(t)``), so ``e^{2 gamma t}`` is never
+    formed and the result stays finite and exact to rounding however large ``t`` is; times
+    within one step of the last are evaluated together.  Once ``M`` is a fixed point of Eq. 143
+    to rounding, later times take its value.  A rank-``r`` start stays rank ``r``, as gradient
+    descent on ``d = r`` neurons keeps it.
 
     Parameters
     ----------
     t : array_like, shape (T,)
+        Non-negative, non-decreasing times.
     Y : array_like, shape (p, p), symmetric
         ``Y = (4/m) sum_n y_n A_n``.
     c : float
         Isotropy constant of Eq. 40, ``> 0``.
-    M0 : array_like, shape (p, p), symmetric PSD
+    M0 : array_like, shape (p, p), symmetric positive semi-definite (any rank)
 
     Returns
     -------
     ndarray, shape (T, p, p)
+
+    Raises
+    ------
+    ValueError
+        On bad shapes or values, a non-PSD ``M0``, or a start whose flow is still moving after
+        ``ISO_MAX_STEPS`` steps (``gamma_max t`` beyond ~1.6e6 with a mode of rate 0 in play).
     """
     t = _times(t)
     Y = as_array("Y", Y, ndim=2)
+    if Y.shape[0] != Y.shape[1] or Y.shape[0] == 0:
+        raise ValueError(f"Y must be a non-empty square matrix, got shape {Y.shape}")
     check_symmetric("Y", Y)
     c = positive("c", c)
     M0 = as_array("M0", M0, ndim=2)
     check_shape("M0", M0, Y.shape)
     check_symmetric("M0", M0)
-    g, Q = np.linalg.eigh(Y)
-    gt = t[:, None] * g[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        phi = np.where(g != 0, np.expm1(2 * gt) / (2 * np.where(g == 0, 1.0, g)), t[:, None])
-    E = np.einsum("ik,tk,jk->tij", Q, np.exp(gt), Q)
-    Phi = np.einsum("ik,tk,jk->tij", Q, phi, Q)
-    I = np.eye(Y.shape[0])
-    X = np.linalg.solve(np.swapaxes(I + 8 * c * Phi @ M0, 1, 2), np.swapaxes(E @ M0, 1, 2))
-    out = np.swapaxes(X, 1, 2) @ E
-    return 0.5 * (out + np.swapaxes(out, 1, 2))
+    g, Q = np.linalg.eigh(0.5 * (Y + Y.T))
+    Z = Q.T @ _psd_factor("M0", M0)
+    p, r = Z.shape
+    out = np.zeros((t.size, p, p))
+    if r == 0 or t.size == 0:
+        return out
+    top = float(np.abs(g).max())
+    step = ISO_STEP_GROWTH / g[-1] if g[-1] > 0 else np.inf
+    anchor, i, n_steps = 0.0, 0, 0
+    while i < t.size:
+        j = int(np.searchsorted(t, anchor + step, side="right"))
+        if j > i:  # every remaining time within one step of the anchor, in one batch
+            Zs = _riccati_steps(Z, g, c, t[i:j] - anchor)
+            out[i:j] = Zs @ np.swapaxes(Zs, 1, 2)
+            Z, anchor, i = Zs[-1], float(t[j - 1]), j
+        else:
+            Z = _riccati_steps(Z, g, c, np.array([step]))[0]
+            anchor += step
+        n_steps += 1
+        if n_steps % 64 == 0 and i < t.size:
+            M = Z @ Z.T
+            flow = g[:, None] * M + M * g[None, :] - 8.0 * c * M @ M
+            if np.abs(flow).max() <= 1e-14 * top * max(np.abs(M).max(), 1e-300):  # a fixed point of Eq. 143
+                out[i:] = M
+                break
+            if n_steps > ISO_MAX_STEPS:
+                raise ValueError(
+                    f"the flow is still moving after {ISO_MAX_STEPS} steps (gamma_max t = {g[-1] * anchor:.3g}); "
+                    f"t = {t[-1]:.3g} is beyond the range isotropic_trajectory integrates for this start"
+                )
+    M = np.einsum("ik,tkl,jl->tij", Q, out, Q)
+    return 0.5 * (M + np.swapaxes(M, 1, 2))
 
 
 def isotropic_logistic(t: object, gamma: object, c: float, z0: object) -> np.ndarray:

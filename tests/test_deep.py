@@ -198,7 +198,7 @@ def test_explicit_gradient_matches_finite_differences():
 def test_order_gradients_match_finite_differences_and_eq230():
     model, _ = general_model()
     x, y = data()
-    Ws = weights(model, [3, 4, 2])
+    Ws = weights(model, [9, 8, 7])  # widths above p: M is positive definite, so M +- h S stays PSD
     Ms, mus = deep_moments(Ws)
     vs, Hs = model.order_gradients(x, y, Ms, mus)
     h = 1e-6

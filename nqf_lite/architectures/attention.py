@@ -471,8 +471,25 @@ def _tokens(rng: np.random.Generator, D: int, N: int) -> tuple[np.ndarray, np.nd
     return rng.standard_normal(D), rng.standard_normal((D, N))
 
 
+def _query_context(x: Any, D: int) -> tuple[np.ndarray, np.ndarray]:
+    """An attention input: the pair ``(x, X)`` of a query (D,) and a context (D, N), N >= 1."""
+    if not isinstance(x, (tuple, list)) or len(x) != 2:
+        raise TypeError(f"x must be a pair (query x, context X), got {type(x).__name__}")
+    return _xX(x[0], x[1], D)
+
+
 class MultiHead(ModuleModel):
-    """Multi-head attention, one head per neuron (Prop. 2): ``A`` couples ``W_V`` and ``v`` only."""
+    """Multi-head attention, one head per neuron (Prop. 2): ``A`` couples ``W_V`` and ``v`` only.
+
+    Parameters
+    ----------
+    D, d_k, d_v : int >= 1
+        Token, key and value dimensions.
+    N : int >= 1
+        Context length drawn by :meth:`sample` (the model accepts any).
+    width : int >= 1
+        Heads drawn by :meth:`sample`.
+    """
 
     name = "mha"
     title = "multi-head attention"
@@ -481,12 +498,18 @@ class MultiHead(ModuleModel):
     remainder = 4
 
     def __init__(self, D: int = 3, d_k: int = 2, d_v: int = 2, N: int = 4, width: int = 3) -> None:
-        self.D, self.d_k, self.d_v, self.N, self.width = D, d_k, d_v, N, width
-        self.module = mha(D, d_k, d_v)
+        self.D, self.d_k, self.d_v = _pos_int("D", D), _pos_int("d_k", d_k), _pos_int("d_v", d_v)
+        self.N, self.width = _pos_int("N", N), _pos_int("width", width)
+        self.module = mha(self.D, self.d_k, self.d_v)
+
+    def check_input(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The pair ``(x, X)``: a finite query (D,) and context (D, N), N >= 1."""
+        return _query_context(x, self.D)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 8 (``f0 = g = B = 0``)."""
-        return Structure(A=A_mha(x[0], x[1], self.d_k, self.d_v))
+        q, X = self.check_input(x)
+        return Structure(A=A_mha(q, X, self.d_k, self.d_v))
 
     def sample_input(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """A query (D,) and a context of ``N`` tokens (D, N)."""
@@ -498,6 +521,15 @@ class QueryKeyHeads(ModuleModel):
 
     Every head contributes ``cᵀ x̄`` at ``W = 0``, so ``f0 = d cᵀ x̄`` depends on the
     width: :meth:`structure` states it for the width :attr:`width` that :meth:`sample` draws.
+
+    Parameters
+    ----------
+    D, d_k : int >= 1
+        Token and key dimensions; the readout is ``c = linspace(1, -1/2, D)``.
+    N : int >= 1
+        Context length drawn by :meth:`sample` (the model accepts any).
+    width : int >= 1
+        Heads drawn by :meth:`sample` (and the width of ``f0``).
     """
 
     name = "qk"
@@ -507,13 +539,18 @@ class QueryKeyHeads(ModuleModel):
     remainder = 4
 
     def __init__(self, D: int = 3, d_k: int = 2, N: int = 4, width: int = 3) -> None:
-        self.D, self.d_k, self.N, self.width = D, d_k, N, width
-        self.c = np.linspace(1.0, -0.5, D)
-        self.module = qk_head(self.c, d_k)
+        self.D, self.d_k = _pos_int("D", D), _pos_int("d_k", d_k)
+        self.N, self.width = _pos_int("N", N), _pos_int("width", width)
+        self.c = np.linspace(1.0, -0.5, self.D)
+        self.module = qk_head(self.c, self.d_k)
+
+    def check_input(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The pair ``(x, X)``: a finite query (D,) and context (D, N), N >= 1."""
+        return _query_context(x, self.D)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 10 and ``f0 = width · cᵀ x̄``."""
-        q, X = x
+        q, X = self.check_input(x)
         return Structure(A=A_qk(q, X, self.c, self.d_k), f0=float(self.width * self.c @ token_mean(X)))
 
     def sample_input(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -522,7 +559,15 @@ class QueryKeyHeads(ModuleModel):
 
 
 class LogitsHead(ModuleModel):
-    """One attention head whose neurons are the rows ``[q_i; k_i]`` of ``W_Q, W_K`` (Prop. 4)."""
+    """One attention head whose neurons are the rows ``[q_i; k_i]`` of ``W_Q, W_K`` (Prop. 4).
+
+    Parameters
+    ----------
+    D, d_k : int >= 1
+        Token and key dimensions (:meth:`sample` draws ``d_k`` neurons, the paper's width).
+    N : int >= 1
+        Context length drawn by :meth:`sample` (the model accepts any).
+    """
 
     name = "logits"
     title = "attention logits (rows of W_Q, W_K)"
@@ -531,13 +576,18 @@ class LogitsHead(ModuleModel):
     remainder = 4
 
     def __init__(self, D: int = 3, d_k: int = 2, N: int = 4) -> None:
-        self.D, self.d_k, self.N, self.width = D, d_k, N, d_k
-        self.c = np.linspace(1.0, -0.5, D)
-        self.module = logits_head(self.c, d_k)
+        self.D, self.d_k, self.N = _pos_int("D", D), _pos_int("d_k", d_k), _pos_int("N", N)
+        self.width = self.d_k
+        self.c = np.linspace(1.0, -0.5, self.D)
+        self.module = logits_head(self.c, self.d_k)
+
+    def check_input(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The pair ``(x, X)``: a finite query (D,) and context (D, N), N >= 1."""
+        return _query_context(x, self.D)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 12 and ``f0 = cᵀ x̄`` (one softmax, whatever the width)."""
-        q, X = x
+        q, X = self.check_input(x)
         return Structure(A=A_logits(q, X, self.c, self.d_k), f0=float(self.c @ token_mean(X)))
 
     def sample_input(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

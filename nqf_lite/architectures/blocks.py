@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._checks import integer
-from .base import Model
+from .._checks import as_array, integer
+from .base import Model, as_weights, generator
 
 __all__ = [
     "ACTIVATIONS",
@@ -232,6 +232,8 @@ def _outputs(V: Any) -> int | None:
 
 
 def _real(name: str, value: Any) -> float:
+    if isinstance(value, (bool, np.bool_, complex, np.complexfloating, str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a real number, got {value!r}")
     try:
         out = float(value)
     except (TypeError, ValueError) as exc:
@@ -242,22 +244,18 @@ def _real(name: str, value: Any) -> float:
 
 
 def _vector(name: str, a: Any, n: int | None = None) -> np.ndarray:
-    arr = np.asarray(a, dtype=float)
-    if arr.ndim != 1 or (n is not None and arr.shape[0] != n):
-        want = "(n,)" if n is None else f"({n},)"
+    arr = as_array(name, a)
+    if arr.ndim != 1 or (n is not None and arr.shape[0] != n) or arr.size == 0:
+        want = "(n,) with n >= 1" if n is None else f"({n},)"
         raise ValueError(f"{name} must be a vector of shape {want}, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
     return arr
 
 
 def _context(name: str, X: Any, D: int | None = None) -> np.ndarray:
-    arr = np.asarray(X, dtype=float)
-    if arr.ndim != 2 or (D is not None and arr.shape[0] != D):
+    arr = as_array(name, X)
+    if arr.ndim != 2 or (D is not None and arr.shape[0] != D) or arr.shape[1] == 0:
         want = "(D, N)" if D is None else f"({D}, N)"
-        raise ValueError(f"{name} must be a token matrix of shape {want}, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
+        raise ValueError(f"{name} must be a token matrix of shape {want} with N >= 1 tokens, got shape {arr.shape}")
     return arr
 
 
@@ -382,6 +380,9 @@ def _tensor(name: str, value: object, ndim: int) -> Tensor:
         value = value[0]
     if not isinstance(value, (Tensor, np.ndarray)):
         raise TypeError(f"{name} must be a torch tensor or numpy array, got {type(value).__name__}")
+    bad = (value.is_complex() or value.dtype == torch.bool) if isinstance(value, Tensor) else value.dtype.kind not in "iuf"
+    if bad:
+        raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
     t = torch.as_tensor(value, dtype=torch.float64)
     if t.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} axes, got shape {tuple(t.shape)}")
@@ -505,7 +506,8 @@ class ModuleModel(Model):
     """A :class:`~nqf_lite.architectures.base.Model` whose forward is a :class:`SymmetricModule`.
 
     Subclasses set ``module`` (the single-input form), ``width`` (the number of
-    neurons :meth:`sample` draws) and implement :meth:`structure` and
+    neurons :meth:`sample` draws) and implement :meth:`check_input`, :meth:`structure`
+    (which validates its input with :meth:`check_input`, as :meth:`native` does) and
     :meth:`sample_input`.  Neurons are the columns of ``W`` (``M = W Wᵀ``).
     """
 
@@ -520,7 +522,7 @@ class ModuleModel(Model):
 
     def native(self, W: Any, x: Any) -> torch.Tensor:
         """The module's output on one input, ``W`` of shape ``(p, d)``."""
-        return self.module(torch.as_tensor(W, dtype=torch.float64), x)
+        return self.module(as_weights(W, self.p, "columns", self.name), self.check_input(x))
 
     def sample_input(self, rng: np.random.Generator) -> Any:
         """One random input of the module."""
@@ -528,4 +530,5 @@ class ModuleModel(Model):
 
     def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
         """Standard normal ``W`` of shape ``(p, width)`` and one input (drawn in this order)."""
+        rng = generator(rng)
         return rng.standard_normal((self.p, self.width)), self.sample_input(rng)

@@ -34,9 +34,12 @@ from .blocks import (
     _t,
     _tensor,
     _vector,
+    ACTIVATIONS,
     activation,
     whitened_gaussian,
 )
+
+_ODD = ("tanh", "erf", "identity")  # odd activations: the MLP is even in W, remainder O(ε⁴)
 
 __all__ = [
     "mlp_layout",
@@ -243,7 +246,19 @@ class TanhMLP(Network):
 
 
 class TwoLayerMLP(ModuleModel):
-    """The two-layer bias-free MLP ``Σ_i v_i φ(u_iᵀ x)`` with an odd activation (Prop. 1)."""
+    """The two-layer bias-free MLP ``Σ_i v_i φ(u_iᵀ x)`` with an activation of φ(0) = 0 (Prop. 1).
+
+    Parameters
+    ----------
+    k : int >= 1
+        Input dimension.
+    act : str
+        An activation of :data:`~nqf_lite.architectures.blocks.ACTIVATIONS` with φ(0) = 0 and a
+        derivative at 0 (not ReLU).  For an odd one (tanh, erf) the remainder is O(ε⁴), else O(ε³);
+        ``"identity"`` makes the model linear in each factor, hence exactly its NQF.
+    width : int >= 1
+        Neurons drawn by :meth:`sample`.
+    """
 
     name = "mlp"
     title = "two-layer MLP"
@@ -252,15 +267,25 @@ class TwoLayerMLP(ModuleModel):
     remainder = 4
 
     def __init__(self, k: int = 3, act: str = "tanh", width: int = 3) -> None:
-        _, phi0, self.dphi0 = activation(act)
+        if not isinstance(act, str):
+            raise TypeError(f"act must be an activation name, one of {sorted(ACTIVATIONS)}, got {act!r}")
+        _, phi0, dphi0 = activation(act)
         if phi0 != 0.0:
             raise ValueError(f"act must have φ(0) = 0 for this model, got {act!r}")
-        self.k, self.width = k, width
-        self.module = mlp_module(k, act)
+        if dphi0 is None:
+            raise ValueError(f"act must be differentiable at 0 (Thm 1 needs a Taylor expansion), got {act!r}")
+        self.k, self.width, self.act, self.dphi0 = _pos_int("k", k), _pos_int("width", width), act, dphi0
+        self.exact = act == "identity"
+        self.remainder = 4 if act in _ODD else 3
+        self.module = mlp_module(self.k, act)
+
+    def check_input(self, x: Any) -> np.ndarray:
+        """A finite real vector of shape ``(k,)``."""
+        return _vector("x", x, self.k)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 6 (``g = 0`` since φ(0) = 0)."""
-        return Structure(A=A_mlp(x, self.dphi0))
+        return Structure(A=A_mlp(self.check_input(x), self.dphi0))
 
     def sample_input(self, rng: np.random.Generator) -> np.ndarray:
         """A standard normal input (k,)."""
