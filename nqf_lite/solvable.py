@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._checks import as_array, check_shape, check_symmetric, integer, positive
+from ._checks import as_array, check_shape, check_symmetric, fraction, integer, positive
 
 __all__ = [
     "COMMUTE_RTOL",
@@ -66,7 +66,25 @@ def _vector(name: str, value: object, k: int | None = None) -> np.ndarray:
     arr = as_array(name, value, ndim=1)
     if k is not None:
         check_shape(name, arr, (k,))
+    if arr.size == 0:
+        raise ValueError(f"{name} must hold at least one entry, got shape {arr.shape}")
     return arr
+
+
+def _matrix(name: str, value: object) -> np.ndarray:
+    arr = as_array(name, value, ndim=2)
+    if 0 in arr.shape:
+        raise ValueError(f"{name} must hold at least one row and one column, got shape {arr.shape}")
+    return arr
+
+
+def _broadcast(names: str, *arrays: np.ndarray) -> list[np.ndarray]:
+    """``np.broadcast_arrays`` with an error naming the arguments."""
+    try:
+        return np.broadcast_arrays(*arrays)
+    except ValueError as exc:
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise ValueError(f"{names} must broadcast together, got shapes {shapes}") from exc
 
 
 def _z0(z0: object, k: int) -> np.ndarray:
@@ -108,13 +126,15 @@ def _rates(r: object, C: object) -> tuple[np.ndarray, np.ndarray]:
     if r.ndim == 1 and C.ndim == 2 and C.shape == (r.size, r.size):
         c = _diag_of_C(C, r.size)
     else:
+        if C.ndim >= 2 and C.shape[-1] == C.shape[-2] > 1 and r.shape != C.shape:
+            raise ValueError(
+                f"C of shape {C.shape} is read as a competition matrix only with r of shape ({C.shape[0]},), "
+                f"got r of shape {r.shape}; for rates that broadcast entry by entry pass C's diagonal"
+            )
         c = C
         if np.any(c < 0):
             raise ValueError("C must be >= 0 (C_kk = (8/m) sum_n lambda_nk^2, Eq. 37)")
-    try:
-        r, c = np.broadcast_arrays(r, c)
-    except ValueError as exc:
-        raise ValueError(f"r and C must broadcast together, got shapes {r.shape} and {C.shape}") from exc
+    r, c = _broadcast("r and C", r, c)
     return r, c
 
 
@@ -183,8 +203,11 @@ def common_eigenbasis(A: object, rtol: float = COMMUTE_RTOL, seed: int = 0) -> t
         If the matrices are not symmetric, do not commute, or are not diagonalised.
     """
     A = as_array("A", A, ndim=3)
+    if A.shape[0] == 0 or A.shape[1] == 0:
+        raise ValueError(f"A must hold at least one matrix of size >= 1, got shape {A.shape}")
     check_symmetric("A", A)
-    positive("rtol", rtol)
+    rtol = fraction("rtol", rtol)
+    seed = integer("seed", seed, minimum=0)
     scale = max(float(np.max(np.linalg.norm(A, ord=2, axis=(1, 2)), initial=0.0)), 1e-300)
     comm = np.einsum("aij,bjk->abik", A, A)
     comm = np.abs(comm - np.swapaxes(comm, 0, 1)).max(initial=0.0)
@@ -302,10 +325,12 @@ def saxe_logistic(t: object, tau: object, c: object, rho0: object) -> np.ndarray
     ndarray, shape (T, R)
     """
     tau = _vector("tau", tau)
-    c = np.broadcast_to(as_array("c", c, ndim=(0, 1)), tau.shape)
-    rho0 = np.broadcast_to(as_array("rho0", rho0, ndim=(0, 1)), tau.shape)
+    c = _broadcast("c and tau", as_array("c", c, ndim=(0, 1)), tau)[0]
+    rho0 = _broadcast("rho0 and tau", as_array("rho0", rho0, ndim=(0, 1)), tau)[0]
     if np.any(c < 0):
         raise ValueError("c must be >= 0 (Eq. 268)")
+    if np.any(rho0 < 0):
+        raise ValueError(f"rho0 must be >= 0 (singular values), got min {rho0.min():.3g}")
     return feature_trajectory(t, 4.0 * tau, 4.0 * c, rho0)
 
 
@@ -342,7 +367,7 @@ def switch_on_time(r: object, C: object, eps: object) -> np.ndarray:
     eps = as_array("eps", eps)
     if np.any(eps <= 0):
         raise ValueError(f"eps must be > 0, got min {eps.min():.3g}")
-    r, c, eps = np.broadcast_arrays(r, c, eps)
+    r, c, eps = _broadcast("r, C and eps", r, c, eps)
     ok = (r > 0) & (c > 0)
     ratio = np.divide(r, c * eps, out=np.full(r.shape, np.inf), where=ok)
     if np.any(ok & (ratio <= 1)):
@@ -384,7 +409,7 @@ def switch_on_time_exact(r: object, C: object, z0: object, rho: float = 0.5) -> 
     rho = positive("rho", rho)
     if rho >= 1:
         raise ValueError(f"rho must lie in (0, 1), got {rho}")
-    r, c, z0 = np.broadcast_arrays(r, c, z0)
+    r, c, z0 = _broadcast("r, C and z0", r, c, z0)
     out = np.full(r.shape, np.inf)
     ok = (r > 0) & (c > 0)
     zinf = r[ok] / c[ok]
@@ -431,6 +456,8 @@ def excess_loss(z: object, r: object, C: object) -> np.ndarray:
     ndarray, shape (T,), or float for a single state ``z`` of shape (K,)
     """
     z = as_array("z", z, ndim=(1, 2))
+    if z.shape[-1] == 0:
+        raise ValueError(f"z must hold at least one mode (shape (T, K) or (K,)), got {z.shape}")
     if np.any(z < 0):
         raise ValueError(f"z must be >= 0 (abundances z_k = p_k^T M p_k of a PSD M), got min {z.min():.3g}")
     r = _vector("r", r, z.shape[-1])
@@ -499,7 +526,12 @@ def crossing_time(t: object, x: object, level: object, rising: bool = True) -> n
     x2 = x[:, None] if one else x
     if x2.shape[0] != t.size:
         raise ValueError(f"x must have {t.size} rows (one per time), got shape {x.shape}")
-    lev = np.broadcast_to(as_array("level", level, ndim=(0, 1)), (x2.shape[1],))
+    if not isinstance(rising, (bool, np.bool_)):
+        raise TypeError(f"rising must be True or False, got {rising!r}")
+    level = as_array("level", level, ndim=(0, 1))
+    if level.ndim == 1 and level.shape != (x2.shape[1],):
+        raise ValueError(f"level must be a number or one level per column of x ({x2.shape[1]}), got shape {level.shape}")
+    lev = np.broadcast_to(level, (x2.shape[1],))
     s = x2 - lev if rising else lev - x2
     out = np.full(x2.shape[1], np.inf)
     for k in range(x2.shape[1]):
@@ -571,7 +603,7 @@ def glv_integrate(
     z0 = _z0(z0, r.size)
     if np.any(z0 == 0):
         raise ValueError("z0 must be > 0 (integration in ln z); drop modes with z_k(0) = 0")
-    rtol = positive("rtol", rtol)
+    rtol = fraction("rtol", rtol)
     _psd_competition(C)
     if not isinstance(method, str):
         raise TypeError(f"method must be a string, got {method!r}")
@@ -727,7 +759,7 @@ def matrix_flow(t: object, A: object, y: object, M0: object, rtol: float = 1e-12
     M0 = as_array("M0", M0, ndim=2)
     check_shape("M0", M0, (p, p))
     check_symmetric("M0", M0)
-    rtol = positive("rtol", rtol)
+    rtol = fraction("rtol", rtol)
 
     def rhs(_s: float, v: np.ndarray) -> np.ndarray:
         M = v.reshape(p, p)
@@ -842,6 +874,7 @@ def proportional_samples_xi(
     z0 = _z0(z0, lam.size)
     alpha = positive("alpha", alpha)
     beta = float(as_array("beta", beta, ndim=0))
+    rtol = fraction("rtol", rtol)
     w = alpha * lam * z0
     return _integrate_xi(lambda _s, x: np.array([w @ np.exp(-2.0 * lam * x[0]) - beta]), t, 1, rtol)[:, 0]
 
@@ -890,12 +923,13 @@ def orthogonal_samples_xi(t: object, lam: object, y: object, z0: object, rtol: f
     ndarray, shape (T, m)
     """
     t = _times(t)
-    lam = as_array("lam", lam, ndim=2)
+    lam = _matrix("lam", lam)
     m, p = lam.shape
     y = _vector("y", y, m)
     z0 = _z0(z0, p)
     if np.any((lam != 0).sum(axis=0) > 1):
         raise ValueError("lam must have at most one non-zero per column (orthogonal samples, A_n A_n' = 0)")
+    rtol = fraction("rtol", rtol)
     a = 8.0 / m * lam
     w = lam * z0[None, :]
     return _integrate_xi(lambda _s, x: (w * np.exp(-a * x[:, None])).sum(axis=1) - y, t, m, rtol)
@@ -914,7 +948,7 @@ def orthogonal_samples_z(xi: object, lam: object, z0: object) -> np.ndarray:
     -------
     ndarray, shape (T, p)
     """
-    lam = as_array("lam", lam, ndim=2)
+    lam = _matrix("lam", lam)
     xi = as_array("xi", xi, ndim=2)
     if xi.shape[1] != lam.shape[0]:
         raise ValueError(f"xi must have shape (T, {lam.shape[0]}), got {xi.shape}")

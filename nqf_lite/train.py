@@ -159,14 +159,15 @@ def optimizer(name: object, params: list, lr: float) -> torch.optim.Optimizer:
     ``"adam"`` = ``Adam(lr)`` (default betas).
     """
     if not isinstance(name, str):
-        raise TypeError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+        raise TypeError(f"name (the optimizer) must be one of {OPTIMIZERS}, got {name!r}")
+    lr = _pos("lr", lr)
     if name == "gd":
         return torch.optim.SGD(params, lr=lr)
     if name == "momentum":
         return torch.optim.SGD(params, lr=lr, momentum=0.9)
     if name == "adam":
         return torch.optim.Adam(params, lr=lr)
-    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+    raise ValueError(f"name (the optimizer) must be one of {OPTIMIZERS}, got {name!r}")
 
 
 def _check_pair(net: object, twin: object) -> None:
@@ -475,6 +476,7 @@ def teacher_task(
     """
     if not isinstance(arch, str) or arch not in ARCHITECTURES:
         raise ValueError(f"arch must be one of {ARCHITECTURES}, got {arch!r}")
+    token_scale, readout_scale = _pos("token_scale", token_scale), _pos("readout_scale", readout_scale)
     V, D, N = 8, 20, 16
     if arch == "mlp":
         net: Network = TanhMLP(D, 64, V=V, sigma=sigma, seed=seed)

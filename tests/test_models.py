@@ -195,7 +195,7 @@ def test_descend_momentum_is_the_heavy_ball_recursion():
 
 def test_descend_bad_input_and_divergence():
     loss = lambda W: (W**2).sum()  # noqa: E731
-    with pytest.raises(ValueError, match="optimizer must be one of"):
+    with pytest.raises(ValueError, match="the optimizer\) must be one of"):
         descend(np.ones(2), loss, 0.1, 3, name="sgd")
     with pytest.raises(ValueError, match="lr"):
         descend(np.ones(2), loss, -0.1, 3)

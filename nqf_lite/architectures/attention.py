@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._checks import as_array
 from .base import Structure, register
 from .blocks import (
     Inputs,
@@ -25,6 +26,7 @@ from .blocks import (
     Network,
     SymmetricModule,
     _context,
+    _effective_map,
     _gauss,
     _generator,
     _int,
@@ -174,7 +176,9 @@ def mha_quartic(W: Any, x: Any, X: Any, d_k: int, d_v: int, V: int | None = None
     """
     x, X = _xX(x, X)
     layout = mha_layout(x.shape[0], d_k, d_v, V)
-    b = layout.unpack(np.asarray(W, dtype=float))
+    W = as_array("W", W, ndim=2)
+    layout.check(W)
+    b = layout.unpack(W)
     S = token_covariance(X)
     inner = np.einsum("hvD,DE,hkE,hkF,F->hv", b["W_V"], S, b["W_K"], b["W_Q"], x) / math.sqrt(d_k)
     if V is None:
@@ -351,7 +355,7 @@ class QKAttention(Network):
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
         """Output (m, V) of the NQF with effective map ``T`` (D, D): ``H C^T xbar + C^T Sigma_X T x``."""
         x, X = self._check_inputs(inputs)
-        T = torch.as_tensor(T, dtype=torch.float64)
+        T = _effective_map(T, (self.D, self.D))
         return (self.heads * X.mean(dim=1) + _context_sigma_times(X, x @ T.T)) @ self.C
 
     def sample_inputs(self, m: int, N: int, seed: int = 0, scale: float = 1.0) -> tuple[Tensor, Tensor]:
@@ -439,7 +443,7 @@ class MultiHeadAttention(Network):
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
         """Output (m, V) of the NQF with effective map ``T`` (V, D): ``T xbar``."""
         _, X = self._check_inputs(inputs)
-        return X.mean(dim=1) @ torch.as_tensor(T, dtype=torch.float64).T
+        return X.mean(dim=1) @ _effective_map(T, (self.V, self.D)).T
 
     def sample_inputs(self, m: int, N: int, seed: int = 0) -> tuple[Tensor, Tensor]:
         """Gaussian queries (m, D) and contexts (m, N, D) whose token means ``xbar`` are exactly whitened.

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._checks import as_array, integer
+from .._checks import as_array, integer, nonnegative
 from .base import Model, as_weights, generator
 
 __all__ = [
@@ -59,7 +59,7 @@ ACTIVATIONS: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], float, floa
 }
 
 
-def activation(name: str) -> tuple[Callable[[torch.Tensor], torch.Tensor], float, float | None]:
+def activation(name: str, arg: str = "name") -> tuple[Callable[[torch.Tensor], torch.Tensor], float, float | None]:
     """Look up an activation by name.
 
     Parameters
@@ -68,14 +68,18 @@ def activation(name: str) -> tuple[Callable[[torch.Tensor], torch.Tensor], float
         One of ``ACTIVATIONS``: ``"tanh"``, ``"gelu"`` (exact, erf form),
         ``"sigmoid"``, ``"softplus0"`` (softplus − ln 2, so φ(0) = 0), ``"erf"``,
         ``"identity"``, ``"relu"``.
+    arg : str
+        The caller's name for the argument (``"act"``, ``"gate"``, ...), for the error message.
 
     Returns
     -------
     (phi, phi0, dphi0)
         The torch function, φ(0) and φ'(0) (``None`` for ReLU).
     """
+    if not isinstance(name, str):
+        raise TypeError(f"{arg} must be an activation name, one of {sorted(ACTIVATIONS)}, got {name!r}")
     if name not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+        raise ValueError(f"{arg} must be an activation name, one of {sorted(ACTIVATIONS)}, got {name!r}")
     return ACTIVATIONS[name]
 
 
@@ -308,8 +312,9 @@ def feedforward_blocks(A: Any, split: int | None = None, atol: float = 1e-12) ->
     ValueError
         If ``A`` is not symmetric or has no feed-forward split.
     """
-    A = np.asarray(A, dtype=float)
-    if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2] or A.shape[-1] < 2:
+    A = as_array("A", A)
+    atol = nonnegative("atol", atol)
+    if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2] or A.shape[-1] < 2 or A.shape[0] < 1:
         raise ValueError(f"A must have shape (p, p) or (V, p, p) with p >= 2, got {A.shape}")
     if not np.allclose(A, np.swapaxes(A, -1, -2), rtol=0.0, atol=atol):
         raise ValueError("A must be symmetric")
@@ -344,9 +349,9 @@ def representation(W: Any, C: Any, split: int) -> np.ndarray:
         Row ``i`` is neuron i's feature; the module's quadratic part is
         ``Tr[Z2 Z1ᵀ C] = Σ_i h_i · z2_i`` with ``Z2 = W[split:]``.
     """
-    W, C = np.asarray(W, dtype=float), np.asarray(C, dtype=float)
-    if W.ndim != 2:
-        raise ValueError(f"W must have shape (p, d), got {W.shape}")
+    W, C = as_array("W", W), as_array("C", C)
+    if W.ndim != 2 or 0 in W.shape:
+        raise ValueError(f"W must have shape (p, d) with p >= 2, d >= 1, got {W.shape}")
     if isinstance(split, bool) or not isinstance(split, (int, np.integer)) or not 1 <= split < W.shape[0]:
         raise ValueError(f"split must be an integer in [1, {W.shape[0] - 1}], got {split!r}")
     if C.shape != (split, W.shape[0] - split):
@@ -469,6 +474,14 @@ class Network(nn.Module):
             return self._forward_fn(self._params_from_W(W), one)[0]
 
         return f
+
+
+def _effective_map(T: object, shape: tuple[int, int]) -> Tensor:
+    """An effective map ``T`` for ``apply_map``: a finite real (tensor or array) of exactly ``shape``."""
+    t = _tensor("T", T, 2)
+    if tuple(t.shape) != shape:
+        raise ValueError(f"T must have shape {shape}, got {tuple(t.shape)}")
+    return t
 
 
 def _sizes_match(name: str, t: Tensor, axes: dict[int, int]) -> None:

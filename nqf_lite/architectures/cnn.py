@@ -22,6 +22,7 @@ from .blocks import (
     ModuleModel,
     Network,
     SymmetricModule,
+    _effective_map,
     _gauss,
     _generator,
     _int,
@@ -48,6 +49,8 @@ __all__ = [
 
 def _image(X: Any) -> np.ndarray:
     arr = as_array("X", X, ndim=(2, 3))
+    if 0 in arr.shape:
+        raise ValueError(f"X must be a non-empty image of shape (H, W) or (C, H, W), got shape {arr.shape}")
     return arr[None] if arr.ndim == 2 else arr
 
 
@@ -92,9 +95,9 @@ def cnn_module(
     (channel, row, col)); v (1 or V)]``.  The input ``X`` has shape ``(H, W)``
     (one channel) or ``(channels, H, W)``; stride 1, no padding.
     """
-    kh, kw = _pos_int("kernel_shape[0]", kernel_shape[0]), _pos_int("kernel_shape[1]", kernel_shape[1])
+    kh, kw = _size_pair("kernel_shape", kernel_shape)
     C = _pos_int("channels", channels)
-    phi, _, _ = activation(act)
+    phi, _, _ = activation(act, "act")
     V = _outputs(V)
     layout = Layout((("k", (C * kh * kw,)), ("v", () if V is None else (V,))))
 
@@ -202,7 +205,7 @@ class TanhCNN(Network):
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
         """Output (m, V) of the NQF whose effective map is ``T`` (V, kh*kw): ``T sum_p x_p``."""
         (x,) = self._check_inputs(inputs)
-        return self.patch_sum(x) @ torch.as_tensor(T, dtype=torch.float64).T
+        return self.patch_sum(x) @ _effective_map(T, (self.V, self.kernel[0] * self.kernel[1])).T
 
     def sample_inputs(self, m: int, seed: int = 0) -> Tensor:
         """``m`` Gaussian images whose patch sums ``sum_p x_p`` are exactly whitened.

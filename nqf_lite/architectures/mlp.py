@@ -22,6 +22,7 @@ from .blocks import (
     ModuleModel,
     Network,
     SymmetricModule,
+    _effective_map,
     _gauss,
     _generator,
     _int,
@@ -34,7 +35,6 @@ from .blocks import (
     _t,
     _tensor,
     _vector,
-    ACTIVATIONS,
     activation,
     whitened_gaussian,
 )
@@ -78,7 +78,7 @@ def mlp_module(k: int, act: str = "tanh", V: int | None = None) -> SymmetricModu
     nqf_lite.architectures.blocks.SymmetricModule
         ``f(W, x)`` with ``W`` of shape ``(k + (V or 1), d)`` and ``x`` of shape ``(k,)``.
     """
-    phi, _, _ = activation(act)
+    phi, _, _ = activation(act, "act")
     layout = mlp_layout(k, V)
 
     def fn(W: torch.Tensor, x: Any) -> torch.Tensor:
@@ -138,8 +138,8 @@ def mean_field_mlp(k: int, act: str = "sigmoid", outer: str = "softplus0") -> Sy
     ``φ(0) ρ''(0) ≠ 0``; with ``φ(0) ≠ 0`` the linear coefficient ``g`` is
     non-zero too (App. B.1, Eq. 20).  Neuron layout as :func:`mlp_layout`.
     """
-    phi, _, _ = activation(act)
-    rho, _, _ = activation(outer)
+    phi, _, _ = activation(act, "act")
+    rho, _, _ = activation(outer, "outer")
     layout = mlp_layout(k)
 
     def fn(W: torch.Tensor, x: Any) -> torch.Tensor:
@@ -228,7 +228,7 @@ class TanhMLP(Network):
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
         """Output (m, V) of the NQF whose effective map is ``T`` (V, D_in): ``T x``."""
         (x,) = self._check_inputs(inputs)
-        return x @ torch.as_tensor(T, dtype=torch.float64).T
+        return x @ _effective_map(T, (self.V, self.D_in)).T
 
     def sample_inputs(self, m: int, seed: int = 0) -> Tensor:
         """``m`` exactly whitened Gaussian inputs (m, D_in)."""
@@ -267,9 +267,7 @@ class TwoLayerMLP(ModuleModel):
     remainder = 4
 
     def __init__(self, k: int = 3, act: str = "tanh", width: int = 3) -> None:
-        if not isinstance(act, str):
-            raise TypeError(f"act must be an activation name, one of {sorted(ACTIVATIONS)}, got {act!r}")
-        _, phi0, dphi0 = activation(act)
+        _, phi0, dphi0 = activation(act, "act")
         if phi0 != 0.0:
             raise ValueError(f"act must have φ(0) = 0 for this model, got {act!r}")
         if dphi0 is None:

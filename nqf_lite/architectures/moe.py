@@ -76,7 +76,7 @@ def linear_expert(k: int, V: int | None = None) -> Expert:
 def mlp_expert(k: int, hidden: int, act: str = "tanh") -> Expert:
     """Bias-free two-layer expert ``E = aᵀ φ(U x)``: itself ZGZ, so ``∇_Θ E(x; 0) = 0``."""
     k, hidden = _pos_int("k", k), _pos_int("hidden", hidden)
-    phi, _, _ = activation(act)
+    phi, _, _ = activation(act, "act")
     return Expert(
         (("U", (hidden, k)), ("a", (hidden,))),
         lambda th, x: (phi(th["U"] @ x) * th["a"]).sum(-1),
@@ -99,7 +99,7 @@ def moe_module(k: int, expert: Expert, gate: str = "tanh") -> SymmetricModule:
     k = _pos_int("k", k)
     if not isinstance(expert, Expert):
         raise TypeError(f"expert must be an Expert (see linear_expert), got {type(expert).__name__}")
-    psi, psi0, _ = activation(gate)
+    psi, psi0, _ = activation(gate, "gate")
     if psi0 != 0.0:
         raise ValueError(f"gate must satisfy ψ(0) = 0, but {gate!r} has ψ(0) = {psi0}")
     layout = Layout((("r", (k,)),) + expert.blocks)
