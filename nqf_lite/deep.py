@@ -717,7 +717,7 @@ class DeepNQF:
             vmu = v.unsqueeze(-1) * mu.unsqueeze(-2)
             vHmu = v.unsqueeze(-1) * Hmu.unsqueeze(-2)
             M_new = (M - a * (vmu + vmu.transpose(-1, -2) + HM + HM.transpose(-1, -2))
-                     + a**2 * (d * v.unsqueeze(-1) * v.unsqueeze(-2) + vHmu + vHmu.transpose(-1, -2) + HM @ H))
+                     + a * (a * (d * v.unsqueeze(-1) * v.unsqueeze(-2) + vHmu + vHmu.transpose(-1, -2) + HM @ H)))
             new_M.append(_finite(0.5 * (M_new + M_new.transpose(-1, -2)), a))
             new_mu.append(_finite(mu - a * (d * v + Hmu), a))
         return new_M, new_mu

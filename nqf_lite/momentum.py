@@ -254,7 +254,7 @@ def heavy_ball_closed_step(
     X = beta * S - lr * (np.outer(mu, v) + M @ H)
     cross = np.outer(nu, v) + S.T @ H
     GGt = d * np.outer(v, v) + np.outer(v, Hmu) + np.outer(Hmu, v) + H @ M @ H
-    N_next = beta**2 * N - beta * lr * (cross + cross.T) + lr**2 * GGt
+    N_next = beta**2 * N - beta * lr * (cross + cross.T) + lr * (lr * GGt)
     _finite_step(lr, X, N_next, nu_next)
     _finite_step(lr, M + X + X.T + N_next)
     return MomentumState(

@@ -107,7 +107,7 @@ def _scalar_loss(loss: Callable[[Tensor], Tensor], W: Tensor, where: str, lr: fl
         what = type(value).__name__ if not isinstance(value, Tensor) else f"a {value.dtype} tensor of shape {tuple(value.shape)}"
         raise TypeError(f"loss(W) must return a real scalar tensor, got {what}")
     if not torch.isfinite(value):
-        raise FloatingPointError(f"descent diverged {where} (non-finite loss {float(value)}); lower lr = {lr}")
+        raise FloatingPointError(f"descent diverged {where} (non-finite loss {float(value.detach())}); lower lr = {lr}")
     return value.reshape(())
 
 
@@ -161,6 +161,11 @@ def optimizer(name: object, params: list, lr: float) -> torch.optim.Optimizer:
     if not isinstance(name, str):
         raise TypeError(f"name (the optimizer) must be one of {OPTIMIZERS}, got {name!r}")
     lr = _pos("lr", lr)
+    if isinstance(params, (str, bytes, Tensor)) or not hasattr(params, "__iter__"):
+        raise TypeError(f"params must be a list of tensors to optimise, got {type(params).__name__}")
+    params = list(params)
+    if not params:
+        raise ValueError("params must hold at least one tensor to optimise, got none")
     if name == "gd":
         return torch.optim.SGD(params, lr=lr)
     if name == "momentum":

@@ -107,8 +107,9 @@ class LinearAttentionHead(TableModel):
         X = as_array("X (the prompt's inputs)", x[1], ndim=2)
         if X.shape[0] != self.D:
             raise ValueError(f"X (the prompt's inputs) must have shape ({self.D}, N), got {X.shape}")
-        in_context_moment(X, x[2])  # validates N >= 1 and the labels
-        return q, X, as_array("y (the prompt's labels)", x[2], ndim=1)
+        y = as_array("x[2] (y, the prompt's labels)", x[2], ndim=1)
+        in_context_moment(X, y)  # N >= 1 and one label per example
+        return q, X, y
 
     def _native(self, W: torch.Tensor, x: tuple[np.ndarray, np.ndarray, np.ndarray]) -> torch.Tensor:
         q, X, y = (torch.as_tensor(v) for v in x)

@@ -45,7 +45,7 @@ class LinearSSL(TableModel):
     def check_input(self, x: Any) -> np.ndarray:
         """The pair of views ``(x, χ)``, each finite of shape ``(D,)``; returns ``Δ = x − χ``."""
         a, b = self.pair("x (the views (x, χ))", x)
-        return self.array("x (first view)", a, (self.D,)) - self.array("χ (second view)", b, (self.D,))
+        return self.array("x[0] (x, the first view)", a, (self.D,)) - self.array("x[1] (χ, the second view)", b, (self.D,))
 
     def _native(self, W: torch.Tensor, delta: np.ndarray) -> torch.Tensor:
         return torch.sum((W @ torch.as_tensor(delta)) ** 2)
