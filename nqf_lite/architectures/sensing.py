@@ -72,12 +72,15 @@ class TableModel(Model):
         return as_weights(W, self.p, self.neurons, self.name)
 
     def native(self, W: Any, x: Any) -> torch.Tensor:
+        """The model's output on one input ``x``, ``W`` in the native layout (both validated)."""
         return self._native(self.weights(W), self.check_input(x))
 
     def structure(self, x: Any) -> Structure:
+        """The closed-form coefficients on input ``x`` (validated as :meth:`native` validates it)."""
         return self._structure(self.check_input(x))
 
     def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
+        """A random instance ``(W, x)``; ``rng`` must be a numpy ``Generator``."""
         return self._sample(generator(rng))
 
     def _native(self, W: torch.Tensor, x: Any) -> torch.Tensor:
