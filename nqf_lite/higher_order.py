@@ -146,6 +146,18 @@ def _derivative(F: Callable[[torch.Tensor], torch.Tensor], n: int, k: int) -> to
         return G(theta0).detach()
 
 
+def _check_input(x: Any, name: str = "x") -> None:
+    """Refuse an input holding a complex number, or a complex, bool or non-finite array or tensor (also
+    inside tuples and lists); anything else (``None``, a string) is ``f``'s to interpret."""
+    if isinstance(x, (tuple, list)):
+        for i, part in enumerate(x):
+            _check_input(part, f"{name}[{i}]")
+    elif isinstance(x, (torch.Tensor, np.ndarray)):
+        as_array(name, x)  # TypeError for complex or bool, ValueError for NaN or inf
+    elif isinstance(x, (complex, np.complexfloating)):
+        raise TypeError(f"{name} must be real, got the complex {x!r}")
+
+
 def _call(f: Module, W: torch.Tensor, x: Any) -> torch.Tensor:
     out = f(W, x)
     if not isinstance(out, torch.Tensor):
@@ -289,6 +301,9 @@ def theorem13(
     order = integer("order", order, minimum=1)
     d = max(order, 2) if d is None else integer("d", d, minimum=1)
     max_bytes = integer("max_bytes", max_bytes, minimum=1)
+    if not isinstance(check, (bool, np.bool_)):
+        raise TypeError(f"check must be True or False, got {check!r}")
+    _check_input(x)
     for k in range(1, order + 1):
         _budget(f"the order-{k} derivative tensor", (min(k, d) * p) ** k, max_bytes)
     if check and d >= 2:
@@ -360,7 +375,11 @@ def gd_train(
     if not callable(predict):
         raise TypeError(f"predict must be callable as predict(W), got {type(predict).__name__}")
     W = torch.tensor(as_array("W0", W0), requires_grad=True)
+    if W.ndim == 0 or W.numel() == 0:
+        raise ValueError(f"W0 must hold at least one weight, got shape {tuple(W.shape)}")
     yt = torch.as_tensor(as_array("y", y, ndim=1))
+    if yt.numel() == 0:
+        raise ValueError("y must hold at least one target")
     lr = positive("lr", lr)
     n_steps = integer("n_steps", n_steps, minimum=1)
     every = integer("every", every, minimum=1)
@@ -374,6 +393,8 @@ def gd_train(
         if s % every == 0:
             records.append(loss.detach().numpy().copy())
         if s == n_steps:
+            if not torch.isfinite(loss).all():  # the final weights, recorded or not
+                raise FloatingPointError("gradient descent diverged (non-finite loss) at the last step; lower lr")
             break
         (grad,) = torch.autograd.grad(loss.sum(), W)
         with torch.no_grad():
@@ -407,6 +428,10 @@ class NeuralForm:
 
     def __init__(self, f0: object, T: Sequence[object]) -> None:
         self.f0 = as_array("f0", f0, ndim=1)
+        if self.f0.size == 0:
+            raise ValueError("f0 must hold one value per data point (m >= 1), got none")
+        if isinstance(T, (str, bytes, np.ndarray, torch.Tensor)) or not isinstance(T, Sequence):
+            raise TypeError(f"T must be a list of tensors T[k-1] of shape (m,) + (p,)*k, got {type(T).__name__}")
         if len(T) == 0:
             raise ValueError("T must hold at least the order-1 tensors")
         m = self.f0.size

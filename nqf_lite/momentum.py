@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_array, check_shape, nonnegative, positive, width
-from .form import NQF
+from ._checks import as_array, check_shape, check_symmetric, nonnegative, positive, width
+from .form import NQF, REALIZABLE_RTOL
 
 __all__ = [
     "MomentumState",
@@ -50,6 +50,12 @@ def _as_matrix(name: str, x: object, shape: tuple[int, ...]) -> np.ndarray:
     a = as_array(name, x)
     check_shape(name, a, shape)
     return a
+
+
+def _finite_step(lr: float, *arrays: np.ndarray) -> None:
+    """Raise ``FloatingPointError`` when a step produced NaN or inf (a learning rate too large)."""
+    if not all(np.isfinite(a).all() for a in arrays):
+        raise FloatingPointError(f"the step diverged (non-finite weights) at lr = {lr:g}: lower the learning rate")
 
 
 def _unit_interval(name: str, x: object) -> float:
@@ -99,6 +105,19 @@ class MomentumState:
         object.__setattr__(self, "S", _as_matrix("S", self.S, (p, p)))
         object.__setattr__(self, "N", _as_matrix("N", self.N, (p, p)))
         object.__setattr__(self, "nu", _as_matrix("nu", self.nu, (p,)))
+        if p == 0:
+            raise ValueError("M must be at least 1 x 1 (p >= 1 parameters per neuron)")
+        check_symmetric("M", self.M)
+        check_symmetric("N", self.N)
+        # (M, S, N) are the Gram matrix of the stacked [W; Vel]: it must be positive semi-definite
+        gram = np.block([[self.M, self.S], [self.S.T, self.N]])
+        lam = np.linalg.eigvalsh(0.5 * (gram + gram.T))
+        scale = max(float(np.abs(gram).max()), 1e-300)
+        if lam[0] < -REALIZABLE_RTOL * scale:
+            raise ValueError(
+                "(M, S, N) must be the moments W W^T, W Vel^T, Vel Vel^T of some weights and velocity: "
+                f"[[M, S], [S^T, N]] must be positive semi-definite, but has eigenvalue {lam[0]:.3g}"
+            )
 
     @property
     def p(self) -> int:
@@ -122,8 +141,8 @@ class MomentumState:
     def from_W(cls, W: np.ndarray, Vel: np.ndarray) -> "MomentumState":
         """Moments of explicit weights ``W`` and velocity ``Vel`` (both p x d)."""
         W = as_array("W", W)
-        if W.ndim != 2:
-            raise ValueError(f"W must have shape (p, d), got {W.shape}")
+        if W.ndim != 2 or 0 in W.shape:
+            raise ValueError(f"W must have shape (p, d) with p, d >= 1, got {W.shape}")
         Vel = _as_matrix("Vel", Vel, W.shape)
         return cls(W @ W.T, W.sum(axis=1), W @ Vel.T, Vel @ Vel.T, Vel.sum(axis=1))
 
@@ -173,7 +192,9 @@ def heavy_ball_step(
     weight_decay = nonnegative("weight_decay", weight_decay)
     grad = model.grad_W(W, y, batch=batch) + weight_decay * W
     Vel_next = beta * Vel - lr * grad
-    return W + Vel_next, Vel_next
+    W_next = W + Vel_next
+    _finite_step(lr, W_next, Vel_next)
+    return W_next, Vel_next
 
 
 def heavy_ball_closed_step(
@@ -233,7 +254,9 @@ def heavy_ball_closed_step(
     X = beta * S - lr * (np.outer(mu, v) + M @ H)
     cross = np.outer(nu, v) + S.T @ H
     GGt = d * np.outer(v, v) + np.outer(v, Hmu) + np.outer(Hmu, v) + H @ M @ H
-    N_next = beta**2 * N - beta * lr * (cross + cross.T) + lr**2 * GGt
+    N_next = beta**2 * N - beta * lr * (cross + cross.T) + lr * (lr * GGt)
+    _finite_step(lr, X, N_next, nu_next)
+    _finite_step(lr, M + X + X.T + N_next)
     return MomentumState(
         M=M + X + X.T + N_next,
         mu=mu + nu_next,
@@ -257,7 +280,9 @@ class AdamState:
     @classmethod
     def zeros_like(cls, W: np.ndarray) -> "AdamState":
         """Fresh state for weights ``W``."""
-        W = as_array("W", W)
+        W = as_array("W", W, ndim=2)
+        if 0 in W.shape:
+            raise ValueError(f"W must have shape (p, d) with p, d >= 1, got {W.shape}")
         return cls(np.zeros_like(W), np.zeros_like(W), 0)
 
 
@@ -300,4 +325,6 @@ def adam_step(
     m2 = b2 * state.m2 + (1 - b2) * grad**2
     m1_hat = m1 / (1 - b1**t)
     m2_hat = m2 / (1 - b2**t)
-    return W - lr * m1_hat / (np.sqrt(m2_hat) + eps), AdamState(m1, m2, t)
+    W_next = W - lr * m1_hat / (np.sqrt(m2_hat) + eps)
+    _finite_step(lr, W_next, m1, m2)
+    return W_next, AdamState(m1, m2, t)

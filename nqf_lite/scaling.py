@@ -26,7 +26,7 @@ import numpy as np
 
 from ._checks import as_array, check_shape, integer, nonnegative, positive
 from ._checks import vector as _vector
-from .solvable import excess_loss
+from .solvable import _rates, excess_loss
 
 __all__ = [
     "scaling_exponent",
@@ -47,34 +47,16 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- helpers
-def _diag(name: str, C: object, k: int) -> np.ndarray:
-    """Diagonal of ``C`` given as (K,) or (K, K); raise if a (K, K) ``C`` is not diagonal."""
-    C = as_array(name, C, ndim=(1, 2))
-    if C.ndim == 1:
-        check_shape(name, C, (k,))
-        return C
-    check_shape(name, C, (k, k))
-    d = np.diag(C).copy()
-    off = np.abs(C - np.diag(d)).max(initial=0.0)
-    if off > 1e-10 * max(np.abs(d).max(initial=0.0), 1e-300):
-        raise ValueError(f"{name} must be diagonal (orthogonal features); max |off-diagonal| = {off:.3g}")
-    return d
-
-
-def _rates(r: object, C: object) -> tuple[np.ndarray, np.ndarray]:
-    """``r`` and the self-competitions broadcast elementwise; a ``(K, K)`` ``C`` with a
-    ``(K,)`` ``r`` is read as a diagonal competition matrix."""
-    r = as_array("r", r)
-    C = as_array("C", C)
-    c = _diag("C", C, r.size) if (r.ndim == 1 and C.ndim == 2 and C.shape == (r.size, r.size)) else C
-    try:
-        return tuple(np.broadcast_arrays(r, c))
-    except ValueError as exc:
-        raise ValueError(f"r and C must broadcast together, got shapes {r.shape} and {C.shape}") from exc
-
-
 def _steps(name: str, value: object) -> int:
     return integer(name, value, minimum=1)
+
+
+def _number(name: str, value: object) -> float:
+    """A finite real number (a 0-d array counts; bool, complex, str and longer arrays are refused)."""
+    arr = as_array(name, value)
+    if arr.ndim:
+        raise TypeError(f"{name} must be a single number, got an array of shape {arr.shape}")
+    return float(arr)
 
 
 # ----------------------------------------------------------------------------- exponents
@@ -182,8 +164,8 @@ def effective_slope(
         If a mode starts at or above saturation (``z_k(0) >= z_k^inf``), where Eq. 290
         has no switch-on, or if ``t_k`` of Eq. 290 fails to increase with ``k``.
     """
+    alpha1, alpha2 = _number("alpha1", alpha1), _number("alpha2", alpha2)
     base = scaling_exponent(alpha1, alpha2)
-    alpha1, alpha2 = float(alpha1), float(alpha2)
     r, c = _rates(r, C)
     eps = as_array("eps", eps)
     beta0 = nonnegative("beta0", beta0)
@@ -258,8 +240,8 @@ def effective_slope_at_time(
     ValueError
         If the bracket's denominator is ``<= 0`` (``t`` too large for the power-law window).
     """
+    alpha1, alpha2 = _number("alpha1", alpha1), _number("alpha2", alpha2)
     base = scaling_exponent(alpha1, alpha2)
-    alpha1, alpha2 = float(alpha1), float(alpha2)
     t = as_array("t", t)
     eps = as_array("eps", eps)
     zeta1 = positive("zeta1", zeta1)
@@ -431,6 +413,8 @@ def fit_loglog_slopes(t: object, L: object, windows: object, n: int = 100) -> np
         The fitted slopes (loss exponents are their negatives).
     """
     L = as_array("L", L, ndim=2)
+    if 0 in L.shape:
+        raise ValueError(f"L must hold at least one time and one curve, shape (T, N), got {L.shape}")
     w = as_array("windows", windows, ndim=(1, 2))
     if w.ndim == 1:
         check_shape("windows", w, (2,))
@@ -481,6 +465,7 @@ def powerlaw_modes(m: int, alpha1: float, alpha2: float) -> PowerLawModes:
     PowerLawModes
     """
     m = _steps("m", m)
+    alpha1, alpha2 = _number("alpha1", alpha1), _number("alpha2", alpha2)
     scaling_exponent(alpha1, alpha2)  # validates the exponents
     k = np.arange(1, m + 1, dtype=float)
     r = k**-alpha2

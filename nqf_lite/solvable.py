@@ -18,11 +18,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._checks import as_array, check_shape, check_symmetric, integer, positive
+from ._checks import as_array, check_shape, check_symmetric, fraction, integer, positive
 
 __all__ = [
     "COMMUTE_RTOL",
     "DIAG_RTOL",
+    "ISO_MAX_STEPS",
+    "ISO_RANK_RTOL",
+    "ISO_STEP_GROWTH",
     "glv_coefficients",
     "common_eigenbasis",
     "feature_trajectory",
@@ -66,7 +69,25 @@ def _vector(name: str, value: object, k: int | None = None) -> np.ndarray:
     arr = as_array(name, value, ndim=1)
     if k is not None:
         check_shape(name, arr, (k,))
+    if arr.size == 0:
+        raise ValueError(f"{name} must hold at least one entry, got shape {arr.shape}")
     return arr
+
+
+def _matrix(name: str, value: object) -> np.ndarray:
+    arr = as_array(name, value, ndim=2)
+    if 0 in arr.shape:
+        raise ValueError(f"{name} must hold at least one row and one column, got shape {arr.shape}")
+    return arr
+
+
+def _broadcast(names: str, *arrays: np.ndarray) -> list[np.ndarray]:
+    """``np.broadcast_arrays`` with an error naming the arguments."""
+    try:
+        return np.broadcast_arrays(*arrays)
+    except ValueError as exc:
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise ValueError(f"{names} must broadcast together, got shapes {shapes}") from exc
 
 
 def _z0(z0: object, k: int) -> np.ndarray:
@@ -108,13 +129,15 @@ def _rates(r: object, C: object) -> tuple[np.ndarray, np.ndarray]:
     if r.ndim == 1 and C.ndim == 2 and C.shape == (r.size, r.size):
         c = _diag_of_C(C, r.size)
     else:
+        if C.ndim >= 2 and C.shape[-1] == C.shape[-2] > 1 and r.shape != C.shape:
+            raise ValueError(
+                f"C of shape {C.shape} is read as a competition matrix only with r of shape ({C.shape[0]},), "
+                f"got r of shape {r.shape}; for rates that broadcast entry by entry pass C's diagonal"
+            )
         c = C
         if np.any(c < 0):
             raise ValueError("C must be >= 0 (C_kk = (8/m) sum_n lambda_nk^2, Eq. 37)")
-    try:
-        r, c = np.broadcast_arrays(r, c)
-    except ValueError as exc:
-        raise ValueError(f"r and C must broadcast together, got shapes {r.shape} and {C.shape}") from exc
+    r, c = _broadcast("r and C", r, c)
     return r, c
 
 
@@ -183,8 +206,11 @@ def common_eigenbasis(A: object, rtol: float = COMMUTE_RTOL, seed: int = 0) -> t
         If the matrices are not symmetric, do not commute, or are not diagonalised.
     """
     A = as_array("A", A, ndim=3)
+    if A.shape[0] == 0 or A.shape[1] == 0:
+        raise ValueError(f"A must hold at least one matrix of size >= 1, got shape {A.shape}")
     check_symmetric("A", A)
-    positive("rtol", rtol)
+    rtol = fraction("rtol", rtol)
+    seed = integer("seed", seed, minimum=0)
     scale = max(float(np.max(np.linalg.norm(A, ord=2, axis=(1, 2)), initial=0.0)), 1e-300)
     comm = np.einsum("aij,bjk->abik", A, A)
     comm = np.abs(comm - np.swapaxes(comm, 0, 1)).max(initial=0.0)
@@ -302,10 +328,12 @@ def saxe_logistic(t: object, tau: object, c: object, rho0: object) -> np.ndarray
     ndarray, shape (T, R)
     """
     tau = _vector("tau", tau)
-    c = np.broadcast_to(as_array("c", c, ndim=(0, 1)), tau.shape)
-    rho0 = np.broadcast_to(as_array("rho0", rho0, ndim=(0, 1)), tau.shape)
+    c = _broadcast("c and tau", as_array("c", c, ndim=(0, 1)), tau)[0]
+    rho0 = _broadcast("rho0 and tau", as_array("rho0", rho0, ndim=(0, 1)), tau)[0]
     if np.any(c < 0):
         raise ValueError("c must be >= 0 (Eq. 268)")
+    if np.any(rho0 < 0):
+        raise ValueError(f"rho0 must be >= 0 (singular values), got min {rho0.min():.3g}")
     return feature_trajectory(t, 4.0 * tau, 4.0 * c, rho0)
 
 
@@ -342,7 +370,7 @@ def switch_on_time(r: object, C: object, eps: object) -> np.ndarray:
     eps = as_array("eps", eps)
     if np.any(eps <= 0):
         raise ValueError(f"eps must be > 0, got min {eps.min():.3g}")
-    r, c, eps = np.broadcast_arrays(r, c, eps)
+    r, c, eps = _broadcast("r, C and eps", r, c, eps)
     ok = (r > 0) & (c > 0)
     ratio = np.divide(r, c * eps, out=np.full(r.shape, np.inf), where=ok)
     if np.any(ok & (ratio <= 1)):
@@ -384,7 +412,7 @@ def switch_on_time_exact(r: object, C: object, z0: object, rho: float = 0.5) -> 
     rho = positive("rho", rho)
     if rho >= 1:
         raise ValueError(f"rho must lie in (0, 1), got {rho}")
-    r, c, z0 = np.broadcast_arrays(r, c, z0)
+    r, c, z0 = _broadcast("r, C and z0", r, c, z0)
     out = np.full(r.shape, np.inf)
     ok = (r > 0) & (c > 0)
     zinf = r[ok] / c[ok]
@@ -431,6 +459,8 @@ def excess_loss(z: object, r: object, C: object) -> np.ndarray:
     ndarray, shape (T,), or float for a single state ``z`` of shape (K,)
     """
     z = as_array("z", z, ndim=(1, 2))
+    if z.shape[-1] == 0:
+        raise ValueError(f"z must hold at least one mode (shape (T, K) or (K,)), got {z.shape}")
     if np.any(z < 0):
         raise ValueError(f"z must be >= 0 (abundances z_k = p_k^T M p_k of a PSD M), got min {z.min():.3g}")
     r = _vector("r", r, z.shape[-1])
@@ -499,7 +529,12 @@ def crossing_time(t: object, x: object, level: object, rising: bool = True) -> n
     x2 = x[:, None] if one else x
     if x2.shape[0] != t.size:
         raise ValueError(f"x must have {t.size} rows (one per time), got shape {x.shape}")
-    lev = np.broadcast_to(as_array("level", level, ndim=(0, 1)), (x2.shape[1],))
+    if not isinstance(rising, (bool, np.bool_)):
+        raise TypeError(f"rising must be True or False, got {rising!r}")
+    level = as_array("level", level, ndim=(0, 1))
+    if level.ndim == 1 and level.shape != (x2.shape[1],):
+        raise ValueError(f"level must be a number or one level per column of x ({x2.shape[1]}), got shape {level.shape}")
+    lev = np.broadcast_to(level, (x2.shape[1],))
     s = x2 - lev if rising else lev - x2
     out = np.full(x2.shape[1], np.inf)
     for k in range(x2.shape[1]):
@@ -571,7 +606,7 @@ def glv_integrate(
     z0 = _z0(z0, r.size)
     if np.any(z0 == 0):
         raise ValueError("z0 must be > 0 (integration in ln z); drop modes with z_k(0) = 0")
-    rtol = positive("rtol", rtol)
+    rtol = fraction("rtol", rtol)
     _psd_competition(C)
     if not isinstance(method, str):
         raise TypeError(f"method must be a string, got {method!r}")
@@ -727,7 +762,7 @@ def matrix_flow(t: object, A: object, y: object, M0: object, rtol: float = 1e-12
     M0 = as_array("M0", M0, ndim=2)
     check_shape("M0", M0, (p, p))
     check_symmetric("M0", M0)
-    rtol = positive("rtol", rtol)
+    rtol = fraction("rtol", rtol)
 
     def rhs(_s: float, v: np.ndarray) -> np.ndarray:
         M = v.reshape(p, p)
@@ -842,6 +877,7 @@ def proportional_samples_xi(
     z0 = _z0(z0, lam.size)
     alpha = positive("alpha", alpha)
     beta = float(as_array("beta", beta, ndim=0))
+    rtol = fraction("rtol", rtol)
     w = alpha * lam * z0
     return _integrate_xi(lambda _s, x: np.array([w @ np.exp(-2.0 * lam * x[0]) - beta]), t, 1, rtol)[:, 0]
 
@@ -890,12 +926,13 @@ def orthogonal_samples_xi(t: object, lam: object, y: object, z0: object, rtol: f
     ndarray, shape (T, m)
     """
     t = _times(t)
-    lam = as_array("lam", lam, ndim=2)
+    lam = _matrix("lam", lam)
     m, p = lam.shape
     y = _vector("y", y, m)
     z0 = _z0(z0, p)
     if np.any((lam != 0).sum(axis=0) > 1):
         raise ValueError("lam must have at most one non-zero per column (orthogonal samples, A_n A_n' = 0)")
+    rtol = fraction("rtol", rtol)
     a = 8.0 / m * lam
     w = lam * z0[None, :]
     return _integrate_xi(lambda _s, x: (w * np.exp(-a * x[:, None])).sum(axis=1) - y, t, m, rtol)
@@ -914,7 +951,7 @@ def orthogonal_samples_z(xi: object, lam: object, z0: object) -> np.ndarray:
     -------
     ndarray, shape (T, p)
     """
-    lam = as_array("lam", lam, ndim=2)
+    lam = _matrix("lam", lam)
     xi = as_array("xi", xi, ndim=2)
     if xi.shape[1] != lam.shape[0]:
         raise ValueError(f"xi must have shape (T, {lam.shape[0]}), got {xi.shape}")
@@ -922,43 +959,129 @@ def orthogonal_samples_z(xi: object, lam: object, z0: object) -> np.ndarray:
     return z0 * np.exp(-(8.0 / lam.shape[0]) * xi @ lam)
 
 
+#: Growth allowed in one step of :func:`isotropic_trajectory`: ``gamma_max * step <= ISO_STEP_GROWTH``.
+ISO_STEP_GROWTH = 8.0
+#: Eigenvalues of ``M(0)`` below ``ISO_RANK_RTOL * max eigenvalue`` are round-off: ``M(0)`` has lower rank.
+ISO_RANK_RTOL = 1e-12
+#: Most steps :func:`isotropic_trajectory` takes before the flow must have reached its fixed point.
+ISO_MAX_STEPS = 200_000
+
+
+def _psd_factor(name: str, M: np.ndarray) -> np.ndarray:
+    """A factor ``F`` (p, r) with ``F F^T = M`` and ``r = rank M`` (eigenvalues below ISO_RANK_RTOL dropped)."""
+    lam, V = np.linalg.eigh(0.5 * (M + M.T))
+    top = float(np.max(np.abs(lam), initial=0.0))
+    if lam.size and lam[0] < -ISO_RANK_RTOL * top:
+        raise ValueError(
+            f"{name} must be positive semi-definite (a Gram matrix W W^T), but its smallest eigenvalue is "
+            f"{lam[0]:.3g} (largest {top:.3g})"
+        )
+    keep = lam > ISO_RANK_RTOL * top
+    return V[:, keep] * np.sqrt(lam[keep])
+
+
+def _riccati_steps(Z: np.ndarray, g: np.ndarray, c: float, dt: np.ndarray) -> np.ndarray:
+    """Factors ``Z(dt)`` (B, p, r) of the Riccati flow from the factor ``Z`` (p, r), in the eigenbasis of ``Y``.
+
+    ``M(dt) = D Z (I + 8c Z^T Phi Z)^{-1} Z^T D`` (Eq. 41 with ``M(0) = Z Z^T``, pushed through to the
+    r x r inner matrix), ``D = e^{g dt}``, ``Phi = (e^{2 g dt} - 1)/(2g)``.  With ``[I; sqrt(8c Phi) Z] = Q R``,
+    ``R^T R`` is the inner matrix, so ``Z(dt) = D Z R^{-1}`` (no Gram matrix is formed).
+    ``sqrt(8c Phi)`` is taken as ``e^{g dt} sqrt(8c (1 - e^{-2 g dt})/(2g))`` for a growing mode and
+    directly for the others, so nothing overflows for ``g dt`` up to a few hundred.
+    """
+    gt = dt[:, None] * g[None, :]
+    safe = np.where(g == 0, 1.0, g)
+    grow = g > 0
+    s = np.where(g == 0, dt[:, None], -np.expm1(-2.0 * np.where(grow, gt, 0.0)) / (2.0 * safe))  # Phi e^{-2g dt}
+    phi = np.where(g == 0, dt[:, None], np.expm1(2.0 * np.where(grow, 0.0, gt)) / (2.0 * safe))  # Phi, g <= 0
+    e = np.exp(gt)
+    b = np.where(grow, e * np.sqrt(8.0 * c * s), np.sqrt(8.0 * c * phi))
+    r = Z.shape[1]
+    stacked = np.concatenate([np.broadcast_to(np.eye(r), (dt.size, r, r)), b[:, :, None] * Z], axis=1)
+    R = np.linalg.qr(stacked, mode="r")
+    DZ = e[:, :, None] * Z
+    return np.swapaxes(np.linalg.solve(np.swapaxes(R, 1, 2), np.swapaxes(DZ, 1, 2)), 1, 2)
+
+
 def isotropic_trajectory(t: object, Y: object, c: float, M0: object) -> np.ndarray:
-    """Riccati solution for isotropic samples (Theorem 7, Eq. 41).
+    """Riccati solution for isotropic samples (Theorem 7, Eq. 41), at any time and any rank of ``M0``.
 
     ``M(t) = e^{Yt} M0 [I + 8c Phi(t) M0]^{-1} e^{Yt}``, ``Phi(t) = int_0^t e^{2Ys} ds``,
-    solving ``M' = Y M + M Y - 8c M^2`` (Eq. 143); ``Phi`` is evaluated in the eigenbasis
-    of ``Y`` with ``expm1`` (exact also for singular ``Y``).
+    solving ``M' = Y M + M Y - 8c M^2`` (Eq. 143).
+
+    Evaluation.  In the eigenbasis of ``Y`` (eigenvalues ``gamma_k``) and with ``M0 = F F^T``
+    (``F`` of ``r = rank M0`` columns: ``M0 = W W^T`` of width ``d < p`` has rank ``d``, and
+    eigenvalues below ``ISO_RANK_RTOL`` times the largest are its round-off), Eq. 41 is
+    ``M(t) = D F (I_r + 8c F^T Phi F)^{-1} F^T D`` with ``D = e^{Yt}``, an ``r x r`` inverse that
+    exists at every ``t``.  Its factor ``Z(t) = D F R^{-1}`` (``R`` from a QR factorisation, see
+    ``_riccati_steps``) is advanced in steps with ``gamma_max * step <= ISO_STEP_GROWTH``
+    (Eq. 41 is a flow: ``M(t + s)`` is Eq. 41 started from ``M(t)``), so ``e^{2 gamma t}`` is never
+    formed and the result stays finite and exact to rounding however large ``t`` is; times
+    within one step of the last are evaluated together.  Once ``M`` is a fixed point of Eq. 143
+    to rounding, later times take its value.  A rank-``r`` start stays rank ``r``, as gradient
+    descent on ``d = r`` neurons keeps it.
 
     Parameters
     ----------
     t : array_like, shape (T,)
+        Non-negative, non-decreasing times.
     Y : array_like, shape (p, p), symmetric
         ``Y = (4/m) sum_n y_n A_n``.
     c : float
         Isotropy constant of Eq. 40, ``> 0``.
-    M0 : array_like, shape (p, p), symmetric PSD
+    M0 : array_like, shape (p, p), symmetric positive semi-definite (any rank)
 
     Returns
     -------
     ndarray, shape (T, p, p)
+
+    Raises
+    ------
+    ValueError
+        On bad shapes or values, a non-PSD ``M0``, or a start whose flow is still moving after
+        ``ISO_MAX_STEPS`` steps (``gamma_max t`` beyond ~1.6e6 with a mode of rate 0 in play).
     """
     t = _times(t)
     Y = as_array("Y", Y, ndim=2)
+    if Y.shape[0] != Y.shape[1] or Y.shape[0] == 0:
+        raise ValueError(f"Y must be a non-empty square matrix, got shape {Y.shape}")
     check_symmetric("Y", Y)
     c = positive("c", c)
     M0 = as_array("M0", M0, ndim=2)
     check_shape("M0", M0, Y.shape)
     check_symmetric("M0", M0)
-    g, Q = np.linalg.eigh(Y)
-    gt = t[:, None] * g[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        phi = np.where(g != 0, np.expm1(2 * gt) / (2 * np.where(g == 0, 1.0, g)), t[:, None])
-    E = np.einsum("ik,tk,jk->tij", Q, np.exp(gt), Q)
-    Phi = np.einsum("ik,tk,jk->tij", Q, phi, Q)
-    I = np.eye(Y.shape[0])
-    X = np.linalg.solve(np.swapaxes(I + 8 * c * Phi @ M0, 1, 2), np.swapaxes(E @ M0, 1, 2))
-    out = np.swapaxes(X, 1, 2) @ E
-    return 0.5 * (out + np.swapaxes(out, 1, 2))
+    g, Q = np.linalg.eigh(0.5 * (Y + Y.T))
+    Z = Q.T @ _psd_factor("M0", M0)
+    p, r = Z.shape
+    out = np.zeros((t.size, p, p))
+    if r == 0 or t.size == 0:
+        return out
+    top = float(np.abs(g).max())
+    step = ISO_STEP_GROWTH / g[-1] if g[-1] > 0 else np.inf
+    anchor, i, n_steps = 0.0, 0, 0
+    while i < t.size:
+        j = int(np.searchsorted(t, anchor + step, side="right"))
+        if j > i:  # every remaining time within one step of the anchor, in one batch
+            Zs = _riccati_steps(Z, g, c, t[i:j] - anchor)
+            out[i:j] = Zs @ np.swapaxes(Zs, 1, 2)
+            Z, anchor, i = Zs[-1], float(t[j - 1]), j
+        else:
+            Z = _riccati_steps(Z, g, c, np.array([step]))[0]
+            anchor += step
+        n_steps += 1
+        if n_steps % 64 == 0 and i < t.size:
+            M = Z @ Z.T
+            flow = g[:, None] * M + M * g[None, :] - 8.0 * c * M @ M
+            if np.abs(flow).max() <= 1e-14 * top * max(np.abs(M).max(), 1e-300):  # a fixed point of Eq. 143
+                out[i:] = M
+                break
+            if n_steps > ISO_MAX_STEPS:
+                raise ValueError(
+                    f"the flow is still moving after {ISO_MAX_STEPS} steps (gamma_max t = {g[-1] * anchor:.3g}); "
+                    f"t = {t[-1]:.3g} is beyond the range isotropic_trajectory integrates for this start"
+                )
+    M = np.einsum("ik,tkl,jl->tij", Q, out, Q)
+    return 0.5 * (M + np.swapaxes(M, 1, 2))
 
 
 def isotropic_logistic(t: object, gamma: object, c: float, z0: object) -> np.ndarray:

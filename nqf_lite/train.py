@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from .architectures.attention import MultiHeadAttention, QKAttention
+from ._checks import as_array
 from .architectures.blocks import Inputs, Network, _generator, _int, _pos, _tensor
 from .architectures.cnn import TanhCNN
 from .architectures.mlp import TanhMLP
@@ -67,26 +68,47 @@ def descend(
 
     Raises
     ------
+    TypeError
+        If ``W`` is not a real numeric array (complex, bool, str, None) or ``loss(W)`` is not a
+        real scalar tensor.
     FloatingPointError
-        When the loss stops being finite.
+        When the loss or the weights stop being finite, at any step including the last
+        (the loss is evaluated once more at the final weights).
     """
     if not callable(loss):
         raise TypeError(f"loss must be callable as loss(W), got {type(loss).__name__}")
+    W = as_array("W", W)
+    if W.size == 0:
+        raise ValueError(f"W must hold at least one weight, got shape {W.shape}")
     lr = _pos("lr", lr)
     steps = _int("steps", steps, low=0)
-    Wt = torch.tensor(np.asarray(W, dtype=np.float64), requires_grad=True)
+    Wt = torch.tensor(W, requires_grad=True)
     opt = optimizer(name, [Wt], lr)
     for t in range(1, steps + 1):
-        value = loss(Wt)
-        if not torch.isfinite(value):
-            raise FloatingPointError(f"descent diverged at step {t} (non-finite loss); lower lr = {lr}")
+        value = _scalar_loss(loss, Wt, f"at step {t}", lr)
         opt.zero_grad(set_to_none=True)
         value.backward()
         opt.step()
+        if not torch.isfinite(Wt).all():
+            raise FloatingPointError(f"descent diverged at step {t} (non-finite weights); lower lr = {lr}")
         if callback is not None:
             with torch.no_grad():
                 callback(t, Wt.detach())
+    if steps:
+        with torch.no_grad():
+            _scalar_loss(loss, Wt, f"at step {steps} (the last)", lr)  # the loss after the last step
     return Wt.detach().numpy().copy()
+
+
+def _scalar_loss(loss: Callable[[Tensor], Tensor], W: Tensor, where: str, lr: float) -> Tensor:
+    """``loss(W)``, checked to be a finite real scalar tensor; ``where`` names the step in the error."""
+    value = loss(W)
+    if not isinstance(value, Tensor) or value.numel() != 1 or value.is_complex() or not value.is_floating_point():
+        what = type(value).__name__ if not isinstance(value, Tensor) else f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+        raise TypeError(f"loss(W) must return a real scalar tensor, got {what}")
+    if not torch.isfinite(value):
+        raise FloatingPointError(f"descent diverged {where} (non-finite loss {float(value.detach())}); lower lr = {lr}")
+    return value.reshape(())
 
 
 @dataclass(frozen=True)
@@ -137,14 +159,20 @@ def optimizer(name: object, params: list, lr: float) -> torch.optim.Optimizer:
     ``"adam"`` = ``Adam(lr)`` (default betas).
     """
     if not isinstance(name, str):
-        raise TypeError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+        raise TypeError(f"name (the optimizer) must be one of {OPTIMIZERS}, got {name!r}")
+    lr = _pos("lr", lr)
+    if isinstance(params, (str, bytes, Tensor)) or not hasattr(params, "__iter__"):
+        raise TypeError(f"params must be a list of tensors to optimise, got {type(params).__name__}")
+    params = list(params)
+    if not params:
+        raise ValueError("params must hold at least one tensor to optimise, got none")
     if name == "gd":
         return torch.optim.SGD(params, lr=lr)
     if name == "momentum":
         return torch.optim.SGD(params, lr=lr, momentum=0.9)
     if name == "adam":
         return torch.optim.Adam(params, lr=lr)
-    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+    raise ValueError(f"name (the optimizer) must be one of {OPTIMIZERS}, got {name!r}")
 
 
 def _check_pair(net: object, twin: object) -> None:
@@ -453,6 +481,7 @@ def teacher_task(
     """
     if not isinstance(arch, str) or arch not in ARCHITECTURES:
         raise ValueError(f"arch must be one of {ARCHITECTURES}, got {arch!r}")
+    token_scale, readout_scale = _pos("token_scale", token_scale), _pos("readout_scale", readout_scale)
     V, D, N = 8, 20, 16
     if arch == "mlp":
         net: Network = TanhMLP(D, 64, V=V, sigma=sigma, seed=seed)

@@ -10,6 +10,7 @@ from nqf_lite.deep import (
     DeepNQF,
     FunctionLayer,
     Layer,
+    LinearLayer,
     MLPLayer,
     ScaledLayer,
     compress_deep,
@@ -198,7 +199,7 @@ def test_explicit_gradient_matches_finite_differences():
 def test_order_gradients_match_finite_differences_and_eq230():
     model, _ = general_model()
     x, y = data()
-    Ws = weights(model, [3, 4, 2])
+    Ws = weights(model, [9, 8, 7])  # widths above p: M is positive definite, so M +- h S stays PSD
     Ms, mus = deep_moments(Ws)
     vs, Hs = model.order_gradients(x, y, Ms, mus)
     h = 1e-6
@@ -425,3 +426,272 @@ def test_bad_inputs_raise_clear_errors():
 
         bad = FunctionLayer(wrong_shape, 2, 4, 1)
         DeepNQF([bad]).predict(x, [torch.eye(2, dtype=F64)], [torch.zeros(2, dtype=F64)])
+
+
+# ------------------------------------------------------------------ per-output weights and masks
+def linear_mlp(dims, seed=0, scale=0.5):
+    """Plain weight matrices W_l (D_l x D_{l-1}) of a deep linear network."""
+    gen = torch.Generator().manual_seed(seed)
+    return [scale * torch.randn(dims[i + 1], dims[i], generator=gen, dtype=F64) for i in range(len(dims) - 1)]
+
+
+def test_weighted_loss_is_the_explicit_sum_over_entries():
+    dims = [3, 4, 2]
+    Wm = linear_mlp(dims)
+    model = DeepNQF.mlp(dims, act=None)
+    gen = torch.Generator().manual_seed(9)
+    x, y = torch.randn(5, 3, generator=gen, dtype=F64), torch.randn(5, 2, generator=gen, dtype=F64)
+    w = torch.rand(5, 2, generator=gen, dtype=F64)
+    w[1, 0] = w[3, 1] = 0.0
+    f = x @ Wm[0].T @ Wm[1].T  # the deep linear network by hand
+    want = 0.0
+    for n in range(5):
+        for k in range(2):
+            want += float(w[n, k]) * (float(f[n, k]) - float(y[n, k])) ** 2
+    want /= 5
+    Ms, mus = deep_moments(DeepNQF.mlp_weights(Wm))
+    assert float(model.loss(x, y, Ms, mus, weights=w)) == pytest.approx(want, rel=1e-13)
+    # one weight per output broadcasts over the inputs; all ones is the unweighted loss
+    per_output = torch.tensor([2.0, 0.5], dtype=F64)
+    assert torch.isclose(model.loss(x, y, Ms, mus, weights=per_output),
+                         model.loss(x, y, Ms, mus, weights=per_output.expand(5, 2)), rtol=1e-14)
+    assert torch.equal(model.loss(x, y, Ms, mus, weights=torch.ones(5, 2, dtype=F64)), model.loss(x, y, Ms, mus))
+
+
+def test_matrix_completion_trains_on_the_observed_entries_only():
+    """f(e_i) = row i of (V U)^T; GD on (U, V) by hand over the observed entries, against DeepNQF.train."""
+    n, m, r, lr, steps = 5, 4, 3, 0.2, 25
+    gen = torch.Generator().manual_seed(3)
+    Y = torch.randn(n, m, generator=gen, dtype=F64)
+    mask = (torch.rand(n, m, generator=gen) < 0.6).to(F64)
+    U, V = 0.3 * torch.randn(r, n, generator=gen, dtype=F64), 0.3 * torch.randn(m, r, generator=gen, dtype=F64)
+    x = torch.eye(n, dtype=F64)
+    model = DeepNQF.mlp([n, r, m], act=None)
+    _, out = model.train(x, Y, DeepNQF.mlp_weights([U, V]), lr, steps, weights=mask)
+    for t in range(steps + 1):
+        F = U.T @ V.T  # F[i, k] = f_k(e_i)
+        assert torch.allclose(out[t], F, atol=1e-12), t
+        R = mask * (F - Y)  # residuals on the observed entries only
+        gU, gV = (2 / n) * V.T @ R.T, (2 / n) * R.T @ U.T
+        U, V = U - lr * gU, V - lr * gV
+    assert float(((out[-1] - out[0]) * mask).abs().max()) > 1e-2
+    # the targets of unobserved entries never enter
+    Y2 = torch.where(mask > 0, Y, torch.full_like(Y, 1e3))
+    _, out2 = model.train(x, Y2, DeepNQF.mlp_weights(linear_mlp([n, r, m], seed=4)), lr, 5, weights=mask)
+    _, out1 = model.train(x, Y, DeepNQF.mlp_weights(linear_mlp([n, r, m], seed=4)), lr, 5, weights=mask)
+    assert torch.equal(out1, out2)
+
+
+def test_weights_follow_the_minibatches_and_the_closed_recursion():
+    model = DeepNQF.mlp([3, 4, 2], act=None)
+    gen = torch.Generator().manual_seed(8)
+    x, y = torch.randn(6, 3, generator=gen, dtype=F64), torch.randn(6, 2, generator=gen, dtype=F64)
+    w = torch.rand(6, 2, generator=gen, dtype=F64)
+    Ws = DeepNQF.mlp_weights(linear_mlp([3, 4, 2], seed=2))
+    batches = [[0, 2, 5], [1, 3], [4, 0]]
+    _, out = model.train(x, y, Ws, 0.1, 3, batches=batches, weights=w)
+    W_hand = Ws
+    for b in batches:
+        W_hand = model.gd_step(x[b], y[b], W_hand, 0.1, weights=w[b])
+    assert torch.allclose(out[-1], model.predict_W(x, W_hand), atol=1e-13)
+    Ms, mus = deep_moments(Ws)
+    _, out_closed = model.train_closed(x, y, Ms, mus, [4], 0.1, 3, batches=batches, weights=w)
+    assert torch.max(torch.abs(out - out_closed)) < 1e-12
+
+
+def test_bad_weights_raise_clear_errors():
+    model = DeepNQF.mlp([3, 4, 2], act=None)
+    x, y = torch.zeros(5, 3, dtype=F64), torch.zeros(5, 2, dtype=F64)
+    Ms, mus = deep_moments(DeepNQF.mlp_weights(linear_mlp([3, 4, 2])))
+    with pytest.raises(ValueError, match=r"weights must be >= 0"):
+        model.loss(x, y, Ms, mus, weights=-torch.ones(5, 2, dtype=F64))
+    with pytest.raises(ValueError, match="weights are all zero"):
+        model.loss(x, y, Ms, mus, weights=torch.zeros(5, 2, dtype=F64))
+    with pytest.raises(ValueError, match=r"weights must broadcast to y's shape \(5, 2\)"):
+        model.loss(x, y, Ms, mus, weights=torch.ones(5, 3, dtype=F64))
+    with pytest.raises(ValueError, match="weights contains NaN.*weight 0"):
+        model.loss(x, y, Ms, mus, weights=torch.tensor([1.0, float("nan")], dtype=F64))
+    with pytest.raises(TypeError, match="weights must be a real numeric"):
+        model.loss(x, y, Ms, mus, weights=torch.ones(5, 2, dtype=torch.complex128))
+    with pytest.raises(ValueError, match="y contains NaN"):
+        model.loss(x, y * float("nan"), Ms, mus, weights=torch.ones(5, 2, dtype=F64))
+
+
+# ------------------------------------------------------------------ any depth: LinearLayer and DeepNQF.mlp
+def test_linear_layer_is_exactly_linear_in_its_weights():
+    layer = LinearLayer(3, 2, act=torch.tanh)
+    gen = torch.Generator().manual_seed(6)
+    h = torch.randn(4, 3, generator=gen, dtype=F64)
+    W = torch.randn(6, 5, generator=gen, dtype=F64)  # 5 neurons, each a vec'd 2 x 3 matrix
+    V = sum(W[:, i].reshape(3, 2).T for i in range(5))  # column-major vec: entry k + 2 j is V[k, j]
+    M, mu = W @ W.T, W.sum(1)
+    assert torch.allclose(layer.forward(h, M, mu), torch.tanh(h) @ V.T, atol=1e-13)
+    C, g, B, A = layer.structure(h)
+    assert B is None and torch.all(C == 0) and torch.all(A == 0)
+    assert torch.allclose(Layer.forward(layer, h, M, mu), torch.tanh(h) @ V.T, atol=1e-13)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4, 5])
+def test_mlp_stack_of_any_depth_is_the_blockwise_linearised_network(depth):
+    """Pairs (W1, W2), (W3, W4), ... linearised inside (act'(0) = 1), tanh between blocks, a last unpaired W_L exact."""
+    dims = [3, 4, 5, 4, 3, 2][: depth + 1]
+    Ws = linear_mlp(dims, seed=depth)
+    gen = torch.Generator().manual_seed(10 + depth)
+    x = torch.randn(6, 3, generator=gen, dtype=F64)
+    a, first = x, True
+    for j in range(0, depth - 1, 2):  # blocks by hand
+        a = (a if first else torch.tanh(a)) @ Ws[j].T @ Ws[j + 1].T
+        first = False
+    if depth % 2:
+        a = (a if first else torch.tanh(a)) @ Ws[-1].T
+    model = DeepNQF.mlp(dims)
+    assert model.L == (depth + 1) // 2
+    assert isinstance(model.layers[-1], LinearLayer if depth % 2 else MLPLayer)
+    assert torch.allclose(model.predict_W(x, DeepNQF.mlp_weights(Ws)), a, atol=1e-12)
+
+
+def test_odd_depth_stack_is_the_small_weight_limit_of_the_tanh_mlp():
+    """Depth 3: f = W3 tanh(W2 tanh(W1 x)) and its stack W3 tanh(W2 W1 x) differ by O(eps^5) (f ~ eps^3)."""
+    Ws = linear_mlp([3, 4, 5, 2], seed=1, scale=1.0)
+    x = torch.randn(4, 3, generator=torch.Generator().manual_seed(2), dtype=F64)
+    model = DeepNQF.mlp([3, 4, 5, 2])
+    eps = np.geomspace(0.01, 0.04, 4)
+    err = []
+    for e in eps:
+        W1, W2, W3 = (e * W for W in Ws)
+        real = torch.tanh(torch.tanh(x @ W1.T) @ W2.T) @ W3.T
+        err.append(float((real - model.predict_W(x, DeepNQF.mlp_weights([W1, W2, W3]))).abs().max()))
+    slope = np.polyfit(np.log(eps), np.log(err), 1)[0]
+    assert abs(slope - 5.0) < 0.15
+
+
+def test_mlp_stack_closed_recursion_with_a_linear_layer_equals_explicit_training():
+    model = DeepNQF.mlp([3, 4, 5, 2])  # a block and a LinearLayer (g != 0: the width enters via d v)
+    Wm = linear_mlp([3, 4, 5, 2], seed=5, scale=0.4)
+    Ws = DeepNQF.mlp_weights(Wm[:2]) + [torch.stack([Wm[2].T.reshape(-1) / 3] * 3, dim=1)]  # the last as 3 neurons
+    gen = torch.Generator().manual_seed(4)
+    x, y = torch.randn(7, 3, generator=gen, dtype=F64), torch.randn(7, 2, generator=gen, dtype=F64)
+    _, out = model.train(x, y, Ws, 0.05, 30)
+    (Ms, mus), out_closed = model.train_closed(x, y, *deep_moments(Ws), [4, 3], 0.05, 30)
+    assert torch.max(torch.abs(out - out_closed)) < 1e-11
+    assert torch.max(torch.abs(out[-1] - out[0])) > 1e-2
+
+
+def test_mlp_constructor_and_weights_bad_input():
+    with pytest.raises(ValueError, match=r"dims\[1\] must be a positive integer"):
+        DeepNQF.mlp([3, 0, 2])
+    with pytest.raises(ValueError, match="dims must hold the input size and at least one layer"):
+        DeepNQF.mlp([3])
+    with pytest.raises(TypeError, match="act must be callable"):
+        DeepNQF.mlp([3, 2], act="tanh")
+    with pytest.raises(ValueError, match=r"Ws\[1\] has 5 columns but Ws\[0\] has 4 rows"):
+        DeepNQF.mlp_weights([torch.zeros(4, 3, dtype=F64), torch.zeros(2, 5, dtype=F64)])
+    with pytest.raises(TypeError, match="slope must be a real number"):
+        MLPLayer(3, 2, slope=True)
+    with pytest.raises(ValueError, match="slope must be finite"):
+        MLPLayer(3, 2, slope=float("nan"))
+
+
+# ------------------------------------------------------------------ end-to-end product of a deep linear stack
+@pytest.mark.parametrize("dims", [[3, 4, 2], [3, 5, 4, 2], [3, 5, 4, 6, 2], [2, 3, 4, 3, 5, 2]])
+def test_product_is_the_product_of_the_weight_matrices(dims):
+    Ws = linear_mlp(dims, seed=len(dims))
+    want = Ws[0]
+    for W in Ws[1:]:
+        want = W @ want  # W_L ... W_1 by explicit matmuls
+    model = DeepNQF.mlp(dims, act=None)
+    T = model.product_W(DeepNQF.mlp_weights(Ws))
+    assert T.shape == (dims[-1], dims[0])
+    assert torch.allclose(T, want, atol=1e-12)
+    x = torch.randn(5, dims[0], generator=torch.Generator().manual_seed(1), dtype=F64)
+    assert torch.allclose(model.predict_W(x, DeepNQF.mlp_weights(Ws)), x @ T.T, atol=1e-12)
+    assert torch.allclose(model.product(*deep_moments(DeepNQF.mlp_weights(Ws))), T, atol=1e-14)
+
+
+def test_product_of_attention_and_scaled_layers():
+    model = DeepNQF([AttentionLayer(3, 2, 2), ScaledLayer(AttentionLayer(3, 2, 1, pooled=True), 0.5)])
+    gen = torch.Generator().manual_seed(2)
+    Ws = [torch.randn(4, 3, generator=gen, dtype=F64), torch.randn(3, 2, generator=gen, dtype=F64)]
+    h = torch.randn(5, 6, generator=gen, dtype=F64)
+    T = model.product_W(Ws)
+    assert T.shape == (1, 6)
+    assert torch.allclose(model.predict_W(h, Ws), h @ T.T, atol=1e-12)
+
+
+def test_product_refuses_layers_that_are_not_linear():
+    Ws = DeepNQF.mlp_weights(linear_mlp([3, 4, 2, 3, 1]))
+    with pytest.raises(TypeError, match=r"layers\[1\]: this MLPLayer applies act to its input"):
+        DeepNQF.mlp([3, 4, 2, 3, 1]).product_W(Ws)
+    general, _ = general_model()
+    with pytest.raises(TypeError, match=r"layers\[0\]: FunctionLayer is not linear"):
+        general.product_W(weights(general, [3, 4, 2]))
+
+
+@pytest.mark.parametrize("sgd", [False, True])
+def test_deep_linear_closed_dynamics_equal_explicit_gd_on_the_matrices(sgd):
+    """f = W4 W3 W2 W1 x: plain GD on the four matrices (autograd on a hand-written loss) vs Thm 14's recursion."""
+    dims, lr, steps = [3, 4, 5, 4, 2], 0.05, 40
+    Wm = [W.clone().requires_grad_(True) for W in linear_mlp(dims, seed=7, scale=0.6)]
+    gen = torch.Generator().manual_seed(7)
+    x, y = torch.randn(8, 3, generator=gen, dtype=F64), torch.randn(8, 2, generator=gen, dtype=F64)
+    rng = np.random.default_rng(1)
+    batches = [rng.choice(8, 5, replace=False) for _ in range(steps)] if sgd else [np.arange(8)] * steps
+    model = DeepNQF.mlp(dims, act=None)
+    Ms, mus = deep_moments(DeepNQF.mlp_weights([W.detach() for W in Wm]))
+    (_, _), out_closed = model.train_closed(x, y, Ms, mus, [4, 4], lr, steps,
+                                            batches=batches if sgd else None)
+    for t in range(steps + 1):
+        with torch.no_grad():
+            f = x @ Wm[0].T @ Wm[1].T @ Wm[2].T @ Wm[3].T
+        assert torch.max(torch.abs(f - out_closed[t])) < 1e-10, t
+        if t == steps:
+            break
+        b = batches[t]
+        fb = x[b] @ Wm[0].T @ Wm[1].T @ Wm[2].T @ Wm[3].T
+        grads = torch.autograd.grad(((fb - y[b]) ** 2).sum() / len(b), Wm)
+        with torch.no_grad():
+            for W, G in zip(Wm, grads):
+                W -= lr * G
+    assert torch.max(torch.abs(out_closed[-1] - out_closed[0])) > 1e-2
+
+
+# ------------------------------------------------------------------ validated order parameters
+def test_order_parameters_must_be_symmetric_psd_and_realisable():
+    model = DeepNQF.mlp([3, 4, 2], act=None)
+    W = DeepNQF.mlp_weights(linear_mlp([3, 4, 2]))[0]  # (5, 4): width 4
+    M, mu = W @ W.T, W.sum(1)
+    x, y = torch.zeros(2, 3, dtype=F64), torch.zeros(2, 2, dtype=F64)
+    skew = M.clone()
+    skew[0, 1] += 1e-3
+    with pytest.raises(ValueError, match=r"Ms\[0\] must be symmetric"):
+        model.predict(x, [skew], [mu])
+    with pytest.raises(ValueError, match=r"Ms\[0\] must be positive semi-definite"):
+        model.predict(x, [M - 10 * torch.eye(5, dtype=F64)], [mu])
+    with pytest.raises(ValueError, match=r"layer 0: .*not realisable by any width-2 weights"):
+        model.closed_step(x, y, [M], [mu], [2], 0.1)  # M - mu mu^T/d has rank 3 > d - 1
+    with pytest.raises(ValueError, match=r"layer 0: .*not realisable by any width-4 weights"):
+        model.train_closed(x, y, [M], [mu + 5.0], [4], 0.1, 2)  # mu inconsistent with M
+    with pytest.raises(ValueError, match="rtol must be finite with 0 < rtol < 1"):
+        structure_subspace(model.layers[0], x, rtol=float("nan"))
+    with pytest.raises(ValueError, match="rtol must be finite"):
+        structure_subspace(model.layers[0], x, rtol=float("inf"))
+
+
+def test_result_does_not_depend_on_the_perturbed_triangle():
+    model = DeepNQF.mlp([3, 4, 2], act=None)
+    W = DeepNQF.mlp_weights(linear_mlp([3, 4, 2]))[0]
+    M, mu = W @ W.T, W.sum(1)
+    M = 0.5 * (M + M.T)
+    gen = torch.Generator().manual_seed(0)
+    x, y = torch.randn(4, 3, generator=gen, dtype=F64), torch.randn(4, 2, generator=gen, dtype=F64)
+    delta = 1e-12 * float(M.abs().max())  # below the symmetry tolerance: accepted, then symmetrised
+    upper, lower, both = M.clone(), M.clone(), M.clone()
+    upper[0, 4] += delta  # (0, 4) is in the u-V block that MLPLayer.forward reads
+    lower[4, 0] += delta
+    both[0, 4] += delta / 2
+    both[4, 0] += delta / 2
+    preds = [model.predict(x, [A], [mu]) for A in (upper, lower, both)]
+    assert torch.equal(preds[0], preds[1]) and torch.equal(preds[0], preds[2])
+    steps = [model.closed_step(x, y, [A], [mu], [4], 0.1)[0][0] for A in (upper, lower)]
+    assert torch.equal(steps[0], steps[1])
+    assert not torch.equal(model.predict(x, [M], [mu]), preds[0])  # the perturbation is seen, from either side

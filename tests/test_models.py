@@ -195,7 +195,7 @@ def test_descend_momentum_is_the_heavy_ball_recursion():
 
 def test_descend_bad_input_and_divergence():
     loss = lambda W: (W**2).sum()  # noqa: E731
-    with pytest.raises(ValueError, match="optimizer must be one of"):
+    with pytest.raises(ValueError, match=r"the optimizer\) must be one of"):
         descend(np.ones(2), loss, 0.1, 3, name="sgd")
     with pytest.raises(ValueError, match="lr"):
         descend(np.ones(2), loss, -0.1, 3)
@@ -203,6 +203,34 @@ def test_descend_bad_input_and_divergence():
         descend(np.ones(2), 3.0, 0.1, 3)
     with pytest.raises(FloatingPointError, match="diverged"):
         descend(np.ones(2), lambda W: (W**4).sum() * 1e300, 1e300, 50)
+
+
+def test_descend_reports_divergence_on_the_last_step():
+    """One step whose update is finite but whose loss at the new weights is not, and one whose update overflows."""
+    with pytest.raises(FloatingPointError, match=r"at step 1 \(the last\) \(non-finite loss"):
+        descend(np.zeros(1), lambda W: -torch.exp(W).sum(), 1000.0, 1)  # W: 0 -> 1000, loss -e^1000
+    with pytest.raises(FloatingPointError, match="at step 1 .*non-finite weights"):
+        descend(np.full(1, 1e308), lambda W: -W.sum(), 1e308, 1)  # loss -1e308, then W = inf
+    W = descend(np.zeros(1), lambda W: -torch.exp(W).sum(), 1.0, 1)  # a finite last step passes
+    assert W == pytest.approx([1.0])
+
+
+def test_descend_refuses_inputs_that_are_not_real_weights_and_losses():
+    loss = lambda W: (W**2).sum()  # noqa: E731
+    with pytest.raises(TypeError, match="W must be a real numeric array, got a complex array"):
+        descend(np.ones(2) + 1j, loss, 0.1, 3)
+    with pytest.raises(TypeError, match="W must be a real numeric array, got a bool array"):
+        descend(np.ones(2, dtype=bool), loss, 0.1, 3)
+    with pytest.raises(ValueError, match="W contains NaN"):
+        descend(np.array([1.0, np.nan]), loss, 0.1, 3)
+    with pytest.raises(ValueError, match="W must hold at least one weight"):
+        descend(np.zeros(0), loss, 0.1, 3)
+    with pytest.raises(TypeError, match=r"loss\(W\) must return a real scalar tensor, got float"):
+        descend(np.ones(2), lambda W: 1.0, 0.1, 3)
+    with pytest.raises(TypeError, match=r"loss\(W\) must return a real scalar tensor, got a torch.float64 tensor of shape \(2,\)"):
+        descend(np.ones(2), lambda W: W**2, 0.1, 3)
+    with pytest.raises(TypeError, match=r"lr must be a positive number"):
+        descend(np.ones(2), loss, True, 3)
 
 
 def test_nqf_is_importable_from_its_one_home():

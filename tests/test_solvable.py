@@ -585,3 +585,107 @@ def test_isotropic_logistic_eq42_against_eq41_and_an_ode():
     assert np.allclose(np.einsum("ik,tij,jk->tk", Q, Mn, Q), got, rtol=1e-9, atol=1e-13)
     # a wrong factor (4c instead of 8c in C) is detected
     assert not np.allclose(S.feature_trajectory(t, 2 * gamma, np.full(p, 4 * c), z0), got, rtol=1e-3)
+
+
+# ----------------------------------------------------------------------------- Theorem 7 at any time and rank
+def _isotropic_data(p=3, c=0.5, seed=0):
+    """A_a = sqrt(c m) E_a over an orthonormal basis E_a of the symmetric matrices: Assumption 2 holds exactly."""
+    basis = []
+    for i in range(p):
+        for j in range(i, p):
+            E = np.zeros((p, p))
+            E[i, j] = E[j, i] = 1.0 if i == j else 1 / np.sqrt(2)
+            basis.append(E)
+    m = len(basis)
+    A = np.sqrt(c * m) * np.stack(basis)
+    y = np.random.default_rng(seed).standard_normal(m)
+    Y = 4 / m * np.einsum("n,nij->ij", y, A)
+    scale = np.abs(np.linalg.eigvalsh(Y)).max()  # labels scaled so that max |gamma| = 1
+    return A, y / scale, Y / scale
+
+
+def _explicit_gd(A, y, W0, lr, n_steps, every):
+    """Full-batch GD on the weights, W <- W - lr H W with H = (4/m) sum_n (Tr[M A_n] - y_n) A_n (Eq. 27)."""
+    m = A.shape[0]
+    W, out = W0.copy(), [W0 @ W0.T]
+    for s in range(1, n_steps + 1):
+        delta = np.einsum("nij,ij->n", A, W @ W.T) - y
+        W = W - lr * (4.0 / m) * np.einsum("n,nij->ij", delta, A) @ W
+        if s % every == 0:
+            out.append(W @ W.T)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_isotropic_trajectory_rank_deficient_start_against_gd_over_the_whole_run(d):
+    """Width d < p: e^{2 gamma t} reaches e^{100} within the run, where Eq. 41 evaluated directly broke down."""
+    c = 0.5
+    A, y, Y = _isotropic_data(c=c)
+    W0 = 0.03 * np.random.default_rng(d).standard_normal((3, d))
+    t_end, every = 50.0, 500
+    errs = []
+    for lr in (2e-3, 1e-3):
+        n = int(round(t_end / lr))
+        M_gd = _explicit_gd(A, y, W0, lr, n, every * int(round(2e-3 / lr)))
+        t = np.linspace(0.0, t_end, M_gd.shape[0])
+        M = S.isotropic_trajectory(t, Y, c, W0 @ W0.T)
+        assert np.all(np.isfinite(M))
+        errs.append(np.abs(M - M_gd).max() / np.abs(M_gd).max())
+    assert errs[1] < 5e-3  # GD approaches the flow as lr -> 0 ...
+    assert 1.6 < errs[0] / errs[1] < 2.4  # ... at first order: the gap is GD's, not the closed form's
+    # and against the gradient flow on W itself (DOP853), which keeps rank d exactly
+    t = np.linspace(0.0, t_end, 11)
+    W_flow = _W_flow(t, A, y, W0)
+    M_flow = W_flow @ np.swapaxes(W_flow, 1, 2)
+    M = S.isotropic_trajectory(t, Y, c, W0 @ W0.T)
+    assert np.abs(M - M_flow).max() <= 1e-8 * np.abs(M_flow).max()
+    assert np.all(np.linalg.matrix_rank(M, tol=1e-9 * np.abs(M).max()) <= d)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 5])
+def test_isotropic_trajectory_reaches_its_finite_limit_at_huge_times(d):
+    """At t = 1e3/gamma and beyond, M is sum over the top-d positive modes of gamma_k/(4c) q_k q_k^T."""
+    c = 0.7
+    _, _, Y = _isotropic_data(p=4, c=c, seed=3)
+    g, Q = np.linalg.eigh(Y)
+    W0 = 1e-3 * np.random.default_rng(d).standard_normal((4, d))
+    top = [k for k in np.argsort(g)[::-1][: min(d, 4)] if g[k] > 0]
+    want = sum(g[k] / (4 * c) * np.outer(Q[:, k], Q[:, k]) for k in top)
+    gmax = g.max()
+    for t_end in (1e3 / gmax, 1e6 / gmax):
+        M = S.isotropic_trajectory([0.0, 40.0 / gmax, t_end], Y, c, W0 @ W0.T)
+        assert np.all(np.isfinite(M))
+        np.testing.assert_allclose(M[-1], want, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(M[0], W0 @ W0.T, rtol=0, atol=1e-18)
+
+
+def test_isotropic_trajectory_is_a_flow_and_handles_every_sign_of_gamma():
+    """Evaluating the times together or one by one gives the same M (the steps are exact); Y with
+    gamma = 0 and gamma < 0 modes and a full-rank start still match the ODE."""
+    c = 0.3
+    p = 3
+    Q = ortho_group.rvs(p, random_state=4)
+    Y = Q @ np.diag([1.0, 0.0, -0.6]) @ Q.T
+    B = np.random.default_rng(4).standard_normal((p, p))
+    M0 = 0.02 * B @ B.T
+    t = np.array([0.0, 0.3, 7.9, 8.0, 25.0, 60.0])
+    together = S.isotropic_trajectory(t, Y, c, M0)
+    for k, tk in enumerate(t):
+        np.testing.assert_allclose(S.isotropic_trajectory([tk], Y, c, M0)[0], together[k], rtol=0, atol=1e-13)
+    ref = _ivp(lambda _s, v: (Y @ v.reshape(p, p) + v.reshape(p, p) @ Y
+                              - 8 * c * v.reshape(p, p) @ v.reshape(p, p)).ravel(), t, M0.ravel()).reshape(-1, p, p)
+    assert np.abs(together - ref).max() <= 1e-8 * np.abs(ref).max()
+
+
+def test_isotropic_trajectory_refuses_bad_starts():
+    Y = np.diag([1.0, -1.0])
+    with pytest.raises(ValueError, match="M0 must be positive semi-definite.*smallest eigenvalue"):
+        S.isotropic_trajectory([0, 1], Y, 1.0, np.diag([1.0, -0.5]))
+    with pytest.raises(ValueError, match="M0 must be symmetric"):
+        S.isotropic_trajectory([0, 1], Y, 1.0, np.array([[1.0, 0.5], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="Y must be a non-empty square"):
+        S.isotropic_trajectory([0, 1], np.ones((2, 3)), 1.0, np.eye(2))
+    with pytest.raises(ValueError, match="t must be non-negative and non-decreasing"):
+        S.isotropic_trajectory([1.0, 0.5], Y, 1.0, np.eye(2))
+    assert S.isotropic_trajectory([], Y, 1.0, np.eye(2)).shape == (0, 2, 2)
+    assert np.all(S.isotropic_trajectory([0, 5], Y, 1.0, np.zeros((2, 2))) == 0)  # M0 = 0 stays 0

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._checks import as_array
 from .base import Structure, register
 from .blocks import (
     Inputs,
@@ -25,6 +26,7 @@ from .blocks import (
     Network,
     SymmetricModule,
     _context,
+    _effective_map,
     _gauss,
     _generator,
     _int,
@@ -174,7 +176,9 @@ def mha_quartic(W: Any, x: Any, X: Any, d_k: int, d_v: int, V: int | None = None
     """
     x, X = _xX(x, X)
     layout = mha_layout(x.shape[0], d_k, d_v, V)
-    b = layout.unpack(np.asarray(W, dtype=float))
+    W = as_array("W", W, ndim=2)
+    layout.check(W)
+    b = layout.unpack(W)
     S = token_covariance(X)
     inner = np.einsum("hvD,DE,hkE,hkF,F->hv", b["W_V"], S, b["W_K"], b["W_Q"], x) / math.sqrt(d_k)
     if V is None:
@@ -351,7 +355,7 @@ class QKAttention(Network):
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
         """Output (m, V) of the NQF with effective map ``T`` (D, D): ``H C^T xbar + C^T Sigma_X T x``."""
         x, X = self._check_inputs(inputs)
-        T = torch.as_tensor(T, dtype=torch.float64)
+        T = _effective_map(T, (self.D, self.D))
         return (self.heads * X.mean(dim=1) + _context_sigma_times(X, x @ T.T)) @ self.C
 
     def sample_inputs(self, m: int, N: int, seed: int = 0, scale: float = 1.0) -> tuple[Tensor, Tensor]:
@@ -439,7 +443,7 @@ class MultiHeadAttention(Network):
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
         """Output (m, V) of the NQF with effective map ``T`` (V, D): ``T xbar``."""
         _, X = self._check_inputs(inputs)
-        return X.mean(dim=1) @ torch.as_tensor(T, dtype=torch.float64).T
+        return X.mean(dim=1) @ _effective_map(T, (self.V, self.D)).T
 
     def sample_inputs(self, m: int, N: int, seed: int = 0) -> tuple[Tensor, Tensor]:
         """Gaussian queries (m, D) and contexts (m, N, D) whose token means ``xbar`` are exactly whitened.
@@ -471,8 +475,25 @@ def _tokens(rng: np.random.Generator, D: int, N: int) -> tuple[np.ndarray, np.nd
     return rng.standard_normal(D), rng.standard_normal((D, N))
 
 
+def _query_context(x: Any, D: int) -> tuple[np.ndarray, np.ndarray]:
+    """An attention input: the pair ``(x, X)`` of a query (D,) and a context (D, N), N >= 1."""
+    if not isinstance(x, (tuple, list)) or len(x) != 2:
+        raise TypeError(f"x must be a pair (query x, context X), got {type(x).__name__}")
+    return _xX(x[0], x[1], D)
+
+
 class MultiHead(ModuleModel):
-    """Multi-head attention, one head per neuron (Prop. 2): ``A`` couples ``W_V`` and ``v`` only."""
+    """Multi-head attention, one head per neuron (Prop. 2): ``A`` couples ``W_V`` and ``v`` only.
+
+    Parameters
+    ----------
+    D, d_k, d_v : int >= 1
+        Token, key and value dimensions.
+    N : int >= 1
+        Context length drawn by :meth:`sample` (the model accepts any).
+    width : int >= 1
+        Heads drawn by :meth:`sample`.
+    """
 
     name = "mha"
     title = "multi-head attention"
@@ -481,12 +502,18 @@ class MultiHead(ModuleModel):
     remainder = 4
 
     def __init__(self, D: int = 3, d_k: int = 2, d_v: int = 2, N: int = 4, width: int = 3) -> None:
-        self.D, self.d_k, self.d_v, self.N, self.width = D, d_k, d_v, N, width
-        self.module = mha(D, d_k, d_v)
+        self.D, self.d_k, self.d_v = _pos_int("D", D), _pos_int("d_k", d_k), _pos_int("d_v", d_v)
+        self.N, self.width = _pos_int("N", N), _pos_int("width", width)
+        self.module = mha(self.D, self.d_k, self.d_v)
+
+    def check_input(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The pair ``(x, X)``: a finite query (D,) and context (D, N), N >= 1."""
+        return _query_context(x, self.D)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 8 (``f0 = g = B = 0``)."""
-        return Structure(A=A_mha(x[0], x[1], self.d_k, self.d_v))
+        q, X = self.check_input(x)
+        return Structure(A=A_mha(q, X, self.d_k, self.d_v))
 
     def sample_input(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """A query (D,) and a context of ``N`` tokens (D, N)."""
@@ -498,6 +525,15 @@ class QueryKeyHeads(ModuleModel):
 
     Every head contributes ``cᵀ x̄`` at ``W = 0``, so ``f0 = d cᵀ x̄`` depends on the
     width: :meth:`structure` states it for the width :attr:`width` that :meth:`sample` draws.
+
+    Parameters
+    ----------
+    D, d_k : int >= 1
+        Token and key dimensions; the readout is ``c = linspace(1, -1/2, D)``.
+    N : int >= 1
+        Context length drawn by :meth:`sample` (the model accepts any).
+    width : int >= 1
+        Heads drawn by :meth:`sample` (and the width of ``f0``).
     """
 
     name = "qk"
@@ -507,13 +543,18 @@ class QueryKeyHeads(ModuleModel):
     remainder = 4
 
     def __init__(self, D: int = 3, d_k: int = 2, N: int = 4, width: int = 3) -> None:
-        self.D, self.d_k, self.N, self.width = D, d_k, N, width
-        self.c = np.linspace(1.0, -0.5, D)
-        self.module = qk_head(self.c, d_k)
+        self.D, self.d_k = _pos_int("D", D), _pos_int("d_k", d_k)
+        self.N, self.width = _pos_int("N", N), _pos_int("width", width)
+        self.c = np.linspace(1.0, -0.5, self.D)
+        self.module = qk_head(self.c, self.d_k)
+
+    def check_input(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The pair ``(x, X)``: a finite query (D,) and context (D, N), N >= 1."""
+        return _query_context(x, self.D)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 10 and ``f0 = width · cᵀ x̄``."""
-        q, X = x
+        q, X = self.check_input(x)
         return Structure(A=A_qk(q, X, self.c, self.d_k), f0=float(self.width * self.c @ token_mean(X)))
 
     def sample_input(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -522,7 +563,15 @@ class QueryKeyHeads(ModuleModel):
 
 
 class LogitsHead(ModuleModel):
-    """One attention head whose neurons are the rows ``[q_i; k_i]`` of ``W_Q, W_K`` (Prop. 4)."""
+    """One attention head whose neurons are the rows ``[q_i; k_i]`` of ``W_Q, W_K`` (Prop. 4).
+
+    Parameters
+    ----------
+    D, d_k : int >= 1
+        Token and key dimensions (:meth:`sample` draws ``d_k`` neurons, the paper's width).
+    N : int >= 1
+        Context length drawn by :meth:`sample` (the model accepts any).
+    """
 
     name = "logits"
     title = "attention logits (rows of W_Q, W_K)"
@@ -531,13 +580,18 @@ class LogitsHead(ModuleModel):
     remainder = 4
 
     def __init__(self, D: int = 3, d_k: int = 2, N: int = 4) -> None:
-        self.D, self.d_k, self.N, self.width = D, d_k, N, d_k
-        self.c = np.linspace(1.0, -0.5, D)
-        self.module = logits_head(self.c, d_k)
+        self.D, self.d_k, self.N = _pos_int("D", D), _pos_int("d_k", d_k), _pos_int("N", N)
+        self.width = self.d_k
+        self.c = np.linspace(1.0, -0.5, self.D)
+        self.module = logits_head(self.c, self.d_k)
+
+    def check_input(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The pair ``(x, X)``: a finite query (D,) and context (D, N), N >= 1."""
+        return _query_context(x, self.D)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 12 and ``f0 = cᵀ x̄`` (one softmax, whatever the width)."""
-        q, X = x
+        q, X = self.check_input(x)
         return Structure(A=A_logits(q, X, self.c, self.d_k), f0=float(self.c @ token_mean(X)))
 
     def sample_input(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -52,22 +52,22 @@ class WordContext(TableModel):
     def p(self) -> int:
         return self.n_words + self.n_contexts
 
-    def _wc(self, x: Any) -> tuple[int, int]:
+    def check_input(self, x: Any) -> tuple[int, int]:
+        """The pair ``(w, c)`` of a word index in ``[0, n_words)`` and a context index in ``[0, n_contexts)``."""
         w, c = self.pair("x (the pair (word, context))", x)
         return self.index("word", w, self.n_words), self.index("context", c, self.n_contexts)
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        w, c = self._wc(x)
+    def _native(self, W: torch.Tensor, x: tuple[int, int]) -> torch.Tensor:
+        w, c = x
         return W[w] @ W[self.n_words + c]
 
-    def structure(self, x: Any) -> Structure:
-        w, c = self._wc(x)
+    def _structure(self, x: tuple[int, int]) -> Structure:
+        w, c = x
         C = np.zeros((self.n_words, self.n_contexts))
         C[w, c] = 1.0
         return Structure(A=offdiagonal(C))
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, tuple[int, int]]:
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, tuple[int, int]]:
         W = rng.standard_normal((self.p, 3))
         return W, (int(rng.integers(self.n_words)), int(rng.integers(self.n_contexts)))
 
@@ -96,20 +96,20 @@ class BilinearSequence(TableModel):
     def p(self) -> int:
         return 2 * self.D
 
-    def _tokens(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+    def check_input(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The pair of tokens ``(x_s, x_t)``, each finite of shape ``(D,)``."""
         xs, xt = self.pair("x (the tokens (x_s, x_t))", x)
         return self.array("x_s", xs, (self.D,)), self.array("x_t", xt, (self.D,))
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        xs, xt = (torch.as_tensor(v) for v in self._tokens(x))
+    def _native(self, W: torch.Tensor, x: tuple[np.ndarray, np.ndarray]) -> torch.Tensor:
+        xs, xt = (torch.as_tensor(v) for v in x)
         return xs @ W[: self.D] @ W[self.D :].T @ xt
 
-    def structure(self, x: Any) -> Structure:
-        xs, xt = self._tokens(x)
+    def _structure(self, x: tuple[np.ndarray, np.ndarray]) -> Structure:
+        xs, xt = x
         return Structure(A=offdiagonal(np.outer(xs, xt)))
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         W = rng.standard_normal((self.p, 3))
         return W, (rng.standard_normal(self.D), rng.standard_normal(self.D))
 
@@ -121,6 +121,8 @@ def context_covariance(X: Any) -> np.ndarray:
     softmax at zero logits.
     """
     X = as_array("X", X, ndim=2)
+    if X.shape[1] == 0:
+        raise ValueError(f"X must hold at least one token (shape (D, N) with N >= 1), got {X.shape}")
     xbar = X.mean(axis=1)
     return X @ X.T / X.shape[1] - np.outer(xbar, xbar)
 
@@ -167,34 +169,40 @@ class TiedQueryKey(TableModel):
         self.D = integer("D", D, minimum=1)
         self.d_k = integer("d_k", d_k, minimum=1)
         self.N = integer("N", N, minimum=1)
+        self._default_c = c is None
         self.c = np.linspace(1.0, -1.0, self.D) if c is None else self.array("c", c, (self.D,))
         self.name = name
+
+    @property
+    def sizes(self) -> dict[str, Any]:
+        """``D, d_k, c, N``; ``c`` is ``None`` for the default readout (which follows ``D`` when resized)."""
+        return {**super().sizes, "c": None if self._default_c else self.c}
 
     @property
     def p(self) -> int:
         return self.D
 
-    def _inputs(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+    def check_input(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The pair ``(x, X)``: a finite query (D,) and context (D, N), N >= 1."""
         q, X = self.pair("x (the pair (query x, context X))", x)
         q = self.array("x (the query token)", q, (self.D,))
         X = as_array("X (the context)", X, ndim=2)
-        if X.shape[0] != self.D:
-            raise ValueError(f"X (the context) must have shape ({self.D}, N), got {X.shape}")
+        if X.shape[0] != self.D or X.shape[1] < 1:
+            raise ValueError(f"X (the context) must have shape ({self.D}, N) with N >= 1, got {X.shape}")
         return q, X
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        q, X = (torch.as_tensor(v) for v in self._inputs(x))
+    def _native(self, W: torch.Tensor, x: tuple[np.ndarray, np.ndarray]) -> torch.Tensor:
+        q, X = (torch.as_tensor(v) for v in x)
         logits = X.T @ (W.T @ (W @ q)) / math.sqrt(self.d_k)
         return torch.softmax(logits, dim=0) @ (X.T @ torch.as_tensor(self.c))
 
-    def structure(self, x: Any) -> Structure:
-        q, X = self._inputs(x)
+    def _structure(self, x: tuple[np.ndarray, np.ndarray]) -> Structure:
+        q, X = x
         u = context_covariance(X) @ self.c
         A = (np.outer(q, u) + np.outer(u, q)) / (2 * math.sqrt(self.d_k))
         return Structure(A=A, f0=float(self.c @ X.mean(axis=1)))
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         W = rng.standard_normal((self.d_k, self.D))
         return W, (rng.standard_normal(self.D), rng.standard_normal((self.D, self.N)))
 

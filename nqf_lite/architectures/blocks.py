@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._checks import integer
-from .base import Model
+from .._checks import as_array, integer, nonnegative
+from .base import Model, as_weights, generator
 
 __all__ = [
     "ACTIVATIONS",
@@ -59,7 +59,7 @@ ACTIVATIONS: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], float, floa
 }
 
 
-def activation(name: str) -> tuple[Callable[[torch.Tensor], torch.Tensor], float, float | None]:
+def activation(name: str, arg: str = "name") -> tuple[Callable[[torch.Tensor], torch.Tensor], float, float | None]:
     """Look up an activation by name.
 
     Parameters
@@ -68,14 +68,18 @@ def activation(name: str) -> tuple[Callable[[torch.Tensor], torch.Tensor], float
         One of ``ACTIVATIONS``: ``"tanh"``, ``"gelu"`` (exact, erf form),
         ``"sigmoid"``, ``"softplus0"`` (softplus − ln 2, so φ(0) = 0), ``"erf"``,
         ``"identity"``, ``"relu"``.
+    arg : str
+        The caller's name for the argument (``"act"``, ``"gate"``, ...), for the error message.
 
     Returns
     -------
     (phi, phi0, dphi0)
         The torch function, φ(0) and φ'(0) (``None`` for ReLU).
     """
+    if not isinstance(name, str):
+        raise TypeError(f"{arg} must be an activation name, one of {sorted(ACTIVATIONS)}, got {name!r}")
     if name not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+        raise ValueError(f"{arg} must be an activation name, one of {sorted(ACTIVATIONS)}, got {name!r}")
     return ACTIVATIONS[name]
 
 
@@ -232,6 +236,8 @@ def _outputs(V: Any) -> int | None:
 
 
 def _real(name: str, value: Any) -> float:
+    if isinstance(value, (bool, np.bool_, complex, np.complexfloating, str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a real number, got {value!r}")
     try:
         out = float(value)
     except (TypeError, ValueError) as exc:
@@ -242,22 +248,18 @@ def _real(name: str, value: Any) -> float:
 
 
 def _vector(name: str, a: Any, n: int | None = None) -> np.ndarray:
-    arr = np.asarray(a, dtype=float)
-    if arr.ndim != 1 or (n is not None and arr.shape[0] != n):
-        want = "(n,)" if n is None else f"({n},)"
+    arr = as_array(name, a)
+    if arr.ndim != 1 or (n is not None and arr.shape[0] != n) or arr.size == 0:
+        want = "(n,) with n >= 1" if n is None else f"({n},)"
         raise ValueError(f"{name} must be a vector of shape {want}, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
     return arr
 
 
 def _context(name: str, X: Any, D: int | None = None) -> np.ndarray:
-    arr = np.asarray(X, dtype=float)
-    if arr.ndim != 2 or (D is not None and arr.shape[0] != D):
+    arr = as_array(name, X)
+    if arr.ndim != 2 or (D is not None and arr.shape[0] != D) or arr.shape[1] == 0:
         want = "(D, N)" if D is None else f"({D}, N)"
-        raise ValueError(f"{name} must be a token matrix of shape {want}, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
+        raise ValueError(f"{name} must be a token matrix of shape {want} with N >= 1 tokens, got shape {arr.shape}")
     return arr
 
 
@@ -310,8 +312,9 @@ def feedforward_blocks(A: Any, split: int | None = None, atol: float = 1e-12) ->
     ValueError
         If ``A`` is not symmetric or has no feed-forward split.
     """
-    A = np.asarray(A, dtype=float)
-    if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2] or A.shape[-1] < 2:
+    A = as_array("A", A)
+    atol = nonnegative("atol", atol)
+    if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2] or A.shape[-1] < 2 or A.shape[0] < 1:
         raise ValueError(f"A must have shape (p, p) or (V, p, p) with p >= 2, got {A.shape}")
     if not np.allclose(A, np.swapaxes(A, -1, -2), rtol=0.0, atol=atol):
         raise ValueError("A must be symmetric")
@@ -346,9 +349,9 @@ def representation(W: Any, C: Any, split: int) -> np.ndarray:
         Row ``i`` is neuron i's feature; the module's quadratic part is
         ``Tr[Z2 Z1ᵀ C] = Σ_i h_i · z2_i`` with ``Z2 = W[split:]``.
     """
-    W, C = np.asarray(W, dtype=float), np.asarray(C, dtype=float)
-    if W.ndim != 2:
-        raise ValueError(f"W must have shape (p, d), got {W.shape}")
+    W, C = as_array("W", W), as_array("C", C)
+    if W.ndim != 2 or 0 in W.shape:
+        raise ValueError(f"W must have shape (p, d) with p >= 2, d >= 1, got {W.shape}")
     if isinstance(split, bool) or not isinstance(split, (int, np.integer)) or not 1 <= split < W.shape[0]:
         raise ValueError(f"split must be an integer in [1, {W.shape[0] - 1}], got {split!r}")
     if C.shape != (split, W.shape[0] - split):
@@ -382,6 +385,9 @@ def _tensor(name: str, value: object, ndim: int) -> Tensor:
         value = value[0]
     if not isinstance(value, (Tensor, np.ndarray)):
         raise TypeError(f"{name} must be a torch tensor or numpy array, got {type(value).__name__}")
+    bad = (value.is_complex() or value.dtype == torch.bool) if isinstance(value, Tensor) else value.dtype.kind not in "iuf"
+    if bad:
+        raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
     t = torch.as_tensor(value, dtype=torch.float64)
     if t.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} axes, got shape {tuple(t.shape)}")
@@ -470,6 +476,14 @@ class Network(nn.Module):
         return f
 
 
+def _effective_map(T: object, shape: tuple[int, int]) -> Tensor:
+    """An effective map ``T`` for ``apply_map``: a finite real (tensor or array) of exactly ``shape``."""
+    t = _tensor("T", T, 2)
+    if tuple(t.shape) != shape:
+        raise ValueError(f"T must have shape {shape}, got {tuple(t.shape)}")
+    return t
+
+
 def _sizes_match(name: str, t: Tensor, axes: dict[int, int]) -> None:
     for ax, n in axes.items():
         if t.shape[ax] != n:
@@ -505,7 +519,8 @@ class ModuleModel(Model):
     """A :class:`~nqf_lite.architectures.base.Model` whose forward is a :class:`SymmetricModule`.
 
     Subclasses set ``module`` (the single-input form), ``width`` (the number of
-    neurons :meth:`sample` draws) and implement :meth:`structure` and
+    neurons :meth:`sample` draws) and implement :meth:`check_input`, :meth:`structure`
+    (which validates its input with :meth:`check_input`, as :meth:`native` does) and
     :meth:`sample_input`.  Neurons are the columns of ``W`` (``M = W Wᵀ``).
     """
 
@@ -520,7 +535,7 @@ class ModuleModel(Model):
 
     def native(self, W: Any, x: Any) -> torch.Tensor:
         """The module's output on one input, ``W`` of shape ``(p, d)``."""
-        return self.module(torch.as_tensor(W, dtype=torch.float64), x)
+        return self.module(as_weights(W, self.p, "columns", self.name), self.check_input(x))
 
     def sample_input(self, rng: np.random.Generator) -> Any:
         """One random input of the module."""
@@ -528,4 +543,5 @@ class ModuleModel(Model):
 
     def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
         """Standard normal ``W`` of shape ``(p, width)`` and one input (drawn in this order)."""
+        rng = generator(rng)
         return rng.standard_normal((self.p, self.width)), self.sample_input(rng)

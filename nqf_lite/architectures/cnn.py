@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .._checks import as_array
 from .base import Structure, register
 from .blocks import (
     Inputs,
@@ -21,6 +22,7 @@ from .blocks import (
     ModuleModel,
     Network,
     SymmetricModule,
+    _effective_map,
     _gauss,
     _generator,
     _int,
@@ -46,14 +48,10 @@ __all__ = [
 
 
 def _image(X: Any) -> np.ndarray:
-    arr = np.asarray(X, dtype=float)
-    if arr.ndim == 2:
-        arr = arr[None]
-    if arr.ndim != 3:
-        raise ValueError(f"X must be an image of shape (H, W) or (C, H, W), got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("X must be finite")
-    return arr
+    arr = as_array("X", X, ndim=(2, 3))
+    if 0 in arr.shape:
+        raise ValueError(f"X must be a non-empty image of shape (H, W) or (C, H, W), got shape {arr.shape}")
+    return arr[None] if arr.ndim == 2 else arr
 
 
 def _kernel(kernel_shape: Any, img: np.ndarray) -> tuple[int, int]:
@@ -97,9 +95,9 @@ def cnn_module(
     (channel, row, col)); v (1 or V)]``.  The input ``X`` has shape ``(H, W)``
     (one channel) or ``(channels, H, W)``; stride 1, no padding.
     """
-    kh, kw = _pos_int("kernel_shape[0]", kernel_shape[0]), _pos_int("kernel_shape[1]", kernel_shape[1])
+    kh, kw = _size_pair("kernel_shape", kernel_shape)
     C = _pos_int("channels", channels)
-    phi, _, _ = activation(act)
+    phi, _, _ = activation(act, "act")
     V = _outputs(V)
     layout = Layout((("k", (C * kh * kw,)), ("v", () if V is None else (V,))))
 
@@ -207,7 +205,7 @@ class TanhCNN(Network):
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
         """Output (m, V) of the NQF whose effective map is ``T`` (V, kh*kw): ``T sum_p x_p``."""
         (x,) = self._check_inputs(inputs)
-        return self.patch_sum(x) @ torch.as_tensor(T, dtype=torch.float64).T
+        return self.patch_sum(x) @ _effective_map(T, (self.V, self.kernel[0] * self.kernel[1])).T
 
     def sample_inputs(self, m: int, seed: int = 0) -> Tensor:
         """``m`` Gaussian images whose patch sums ``sum_p x_p`` are exactly whitened.
@@ -235,7 +233,17 @@ class TanhCNN(Network):
 
 
 class SingleLayerCNN(ModuleModel):
-    """One tanh convolution with global sum pooling and a scalar readout (Prop. 6)."""
+    """One tanh convolution with global sum pooling and a scalar readout (Prop. 6).
+
+    Parameters
+    ----------
+    image : (int, int)
+        Image size ``(H, W)`` drawn by :meth:`sample` (the model accepts any image the kernel fits).
+    kernel : (int, int)
+        Filter size ``(kh, kw)``, at most ``image``.
+    width : int >= 1
+        Filters drawn by :meth:`sample`.
+    """
 
     name = "cnn"
     title = "single-layer CNN"
@@ -244,16 +252,37 @@ class SingleLayerCNN(ModuleModel):
     remainder = 4
 
     def __init__(self, image: tuple[int, int] = (3, 4), kernel: tuple[int, int] = (2, 2), width: int = 3) -> None:
-        self.image, self.kernel, self.width = image, kernel, width
-        self.module = cnn_module(kernel)
+        self.image, self.kernel = _size_pair("image", image), _size_pair("kernel", kernel)
+        if self.kernel[0] > self.image[0] or self.kernel[1] > self.image[1]:
+            raise ValueError(f"kernel {self.kernel} must fit inside image {self.image} (kh <= H, kw <= W)")
+        self.width = _pos_int("width", width)
+        self.module = cnn_module(self.kernel)
+
+    def check_input(self, x: Any) -> np.ndarray:
+        """A finite real image ``(H, W)`` (or ``(1, H, W)``) with ``H >= kh``, ``W >= kw``."""
+        img = as_array("x (the image)", x, ndim=(2, 3))
+        if img.ndim == 3:
+            if img.shape[0] != 1:
+                raise ValueError(f"x (the image) must have one channel, shape (H, W) or (1, H, W), got {img.shape}")
+            img = img[0]
+        kh, kw = self.kernel
+        if img.shape[0] < kh or img.shape[1] < kw:
+            raise ValueError(f"x (the image) must be at least the kernel {self.kernel}, got shape {img.shape}")
+        return img
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 16: the MLP's with ``x = Σ_p x_p``."""
-        return Structure(A=A_cnn(x, self.kernel, 1.0))
+        return Structure(A=A_cnn(self.check_input(x), self.kernel, 1.0))
 
     def sample_input(self, rng: np.random.Generator) -> np.ndarray:
         """A standard normal image (H, W)."""
         return rng.standard_normal(self.image)
+
+
+def _size_pair(name: str, value: Any) -> tuple[int, int]:
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{name} must be a pair of positive ints (height, width), got {value!r}")
+    return _pos_int(f"{name}[0]", value[0]), _pos_int(f"{name}[1]", value[1])
 
 
 CNN = register(SingleLayerCNN())

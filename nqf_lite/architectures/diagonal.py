@@ -47,15 +47,17 @@ class DiagonalSquare(TableModel):
     def p(self) -> int:
         return self.k
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        x = torch.as_tensor(self.array("x", x, (self.k,)))
-        return x @ (W**2).sum(dim=1) / 4
+    def check_input(self, x: Any) -> np.ndarray:
+        """A finite real vector of shape ``(k,)``."""
+        return self.array("x", x, (self.k,))
 
-    def structure(self, x: Any) -> Structure:
-        return Structure(A=np.diag(self.array("x", x, (self.k,))) / 4)
+    def _native(self, W: torch.Tensor, x: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(x) @ (W**2).sum(dim=1) / 4
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def _structure(self, x: np.ndarray) -> Structure:
+        return Structure(A=np.diag(x) / 4)
+
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         return rng.standard_normal((self.k, 2)), rng.standard_normal(self.k)
 
 
@@ -85,15 +87,17 @@ class DiagonalTwoFactor(TableModel):
     def p(self) -> int:
         return 2 * self.k
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        x = torch.as_tensor(self.array("x", x, (self.k,)))
-        return x @ (W[: self.k] * W[self.k :]).sum(dim=1)
+    def check_input(self, x: Any) -> np.ndarray:
+        """A finite real vector of shape ``(k,)``."""
+        return self.array("x", x, (self.k,))
 
-    def structure(self, x: Any) -> Structure:
-        return Structure(A=offdiagonal(np.diag(self.array("x", x, (self.k,)))))
+    def _native(self, W: torch.Tensor, x: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(x) @ (W[: self.k] * W[self.k :]).sum(dim=1)
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def _structure(self, x: np.ndarray) -> Structure:
+        return Structure(A=offdiagonal(np.diag(x)))
+
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         return rng.standard_normal((self.p, 2)), rng.standard_normal(self.k)
 
 

@@ -85,17 +85,24 @@ def fourier_target(psi: object, b: object, c: float = 1.0) -> np.ndarray:
     -------
     ndarray, shape (M,)
     """
-    psi = as_array("psi", psi, ndim=2)
+    psi = _psi(psi)
     b = _vector("b", b, psi.shape[1])
     return positive("c", c) * psi @ b
 
 
-def _fourier_args(a: object, W: object, s: object, psi: object, scale: float):
+def _psi(psi: object) -> np.ndarray:
     psi = as_array("psi", psi, ndim=2)
+    if 0 in psi.shape:
+        raise ValueError(f"psi must hold at least one grid point and one feature, shape (M, P), got {psi.shape}")
+    return psi
+
+
+def _fourier_args(a: object, W: object, s: object, psi: object, scale: float, names: tuple[str, str] = ("a", "W")):
+    psi = _psi(psi)
     P = psi.shape[1]
     return (
-        _vector("a", a, P),
-        _vector("W", W, P),
+        _vector(names[0], a, P),
+        _vector(names[1], W, P),
         _vector("s", s, P),
         psi,
         positive("scale", scale),
@@ -156,7 +163,7 @@ def fourier_nqf_structure(s: object, psi: object, scale: float = 1.0) -> np.ndar
     -------
     ndarray, shape (M, 2P, 2P)
     """
-    psi = as_array("psi", psi, ndim=2)
+    psi = _psi(psi)
     M, P = psi.shape
     s = _vector("s", s, P)
     scale = positive("scale", scale)
@@ -241,7 +248,7 @@ def train_fourier(
     (a, W) : tuple of ndarray
         Final weights.
     """
-    a, W, s, psi, scale = _fourier_args(a0, W0, s, psi, scale)
+    a, W, s, psi, scale = _fourier_args(a0, W0, s, psi, scale, names=("a0", "W0"))
     a, W = a.copy(), W.copy()
     y = _vector("y", y, psi.shape[0])
     lr = positive("lr", lr)
@@ -335,7 +342,7 @@ def train_fourier_ensemble(
     (a, W) : tuple of ndarray, shape (S, P)
         Final weights.
     """
-    psi = as_array("psi", psi, ndim=2)
+    psi = _psi(psi)
     M, P = psi.shape
     a = as_array("a0", a0, ndim=2).copy()
     check_shape("a0", a, (a.shape[0], P))
@@ -436,6 +443,6 @@ def train_tanh_mlp(
             gu = v * (D @ g)
             u -= lr * gu
             v -= lr * gv
-    if not np.all(np.isfinite(L)):
+    if not (np.all(np.isfinite(L)) and np.all(np.isfinite(u)) and np.all(np.isfinite(v))):
         raise ValueError(f"lr = {lr:g} is too large: gradient descent diverged (overflow)")
     return lr * np.arange(n_steps), L

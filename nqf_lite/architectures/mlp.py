@@ -22,6 +22,7 @@ from .blocks import (
     ModuleModel,
     Network,
     SymmetricModule,
+    _effective_map,
     _gauss,
     _generator,
     _int,
@@ -37,6 +38,8 @@ from .blocks import (
     activation,
     whitened_gaussian,
 )
+
+_ODD = ("tanh", "erf", "identity")  # odd activations: the MLP is even in W, remainder O(ε⁴)
 
 __all__ = [
     "mlp_layout",
@@ -75,7 +78,7 @@ def mlp_module(k: int, act: str = "tanh", V: int | None = None) -> SymmetricModu
     nqf_lite.architectures.blocks.SymmetricModule
         ``f(W, x)`` with ``W`` of shape ``(k + (V or 1), d)`` and ``x`` of shape ``(k,)``.
     """
-    phi, _, _ = activation(act)
+    phi, _, _ = activation(act, "act")
     layout = mlp_layout(k, V)
 
     def fn(W: torch.Tensor, x: Any) -> torch.Tensor:
@@ -135,8 +138,8 @@ def mean_field_mlp(k: int, act: str = "sigmoid", outer: str = "softplus0") -> Sy
     ``φ(0) ρ''(0) ≠ 0``; with ``φ(0) ≠ 0`` the linear coefficient ``g`` is
     non-zero too (App. B.1, Eq. 20).  Neuron layout as :func:`mlp_layout`.
     """
-    phi, _, _ = activation(act)
-    rho, _, _ = activation(outer)
+    phi, _, _ = activation(act, "act")
+    rho, _, _ = activation(outer, "outer")
     layout = mlp_layout(k)
 
     def fn(W: torch.Tensor, x: Any) -> torch.Tensor:
@@ -225,7 +228,7 @@ class TanhMLP(Network):
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
         """Output (m, V) of the NQF whose effective map is ``T`` (V, D_in): ``T x``."""
         (x,) = self._check_inputs(inputs)
-        return x @ torch.as_tensor(T, dtype=torch.float64).T
+        return x @ _effective_map(T, (self.V, self.D_in)).T
 
     def sample_inputs(self, m: int, seed: int = 0) -> Tensor:
         """``m`` exactly whitened Gaussian inputs (m, D_in)."""
@@ -243,7 +246,19 @@ class TanhMLP(Network):
 
 
 class TwoLayerMLP(ModuleModel):
-    """The two-layer bias-free MLP ``Σ_i v_i φ(u_iᵀ x)`` with an odd activation (Prop. 1)."""
+    """The two-layer bias-free MLP ``Σ_i v_i φ(u_iᵀ x)`` with an activation of φ(0) = 0 (Prop. 1).
+
+    Parameters
+    ----------
+    k : int >= 1
+        Input dimension.
+    act : str
+        An activation of :data:`~nqf_lite.architectures.blocks.ACTIVATIONS` with φ(0) = 0 and a
+        derivative at 0 (not ReLU).  For an odd one (tanh, erf) the remainder is O(ε⁴), else O(ε³);
+        ``"identity"`` makes the model linear in each factor, hence exactly its NQF.
+    width : int >= 1
+        Neurons drawn by :meth:`sample`.
+    """
 
     name = "mlp"
     title = "two-layer MLP"
@@ -252,15 +267,23 @@ class TwoLayerMLP(ModuleModel):
     remainder = 4
 
     def __init__(self, k: int = 3, act: str = "tanh", width: int = 3) -> None:
-        _, phi0, self.dphi0 = activation(act)
+        _, phi0, dphi0 = activation(act, "act")
         if phi0 != 0.0:
             raise ValueError(f"act must have φ(0) = 0 for this model, got {act!r}")
-        self.k, self.width = k, width
-        self.module = mlp_module(k, act)
+        if dphi0 is None:
+            raise ValueError(f"act must be differentiable at 0 (Thm 1 needs a Taylor expansion), got {act!r}")
+        self.k, self.width, self.act, self.dphi0 = _pos_int("k", k), _pos_int("width", width), act, dphi0
+        self.exact = act == "identity"
+        self.remainder = 4 if act in _ODD else 3
+        self.module = mlp_module(self.k, act)
+
+    def check_input(self, x: Any) -> np.ndarray:
+        """A finite real vector of shape ``(k,)``."""
+        return _vector("x", x, self.k)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 6 (``g = 0`` since φ(0) = 0)."""
-        return Structure(A=A_mlp(x, self.dphi0))
+        return Structure(A=A_mlp(self.check_input(x), self.dphi0))
 
     def sample_input(self, rng: np.random.Generator) -> np.ndarray:
         """A standard normal input (k,)."""

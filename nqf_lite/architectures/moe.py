@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from .._checks import as_array
 from .base import Structure, register
 from .blocks import (
     Layout,
@@ -75,7 +76,7 @@ def linear_expert(k: int, V: int | None = None) -> Expert:
 def mlp_expert(k: int, hidden: int, act: str = "tanh") -> Expert:
     """Bias-free two-layer expert ``E = aᵀ φ(U x)``: itself ZGZ, so ``∇_Θ E(x; 0) = 0``."""
     k, hidden = _pos_int("k", k), _pos_int("hidden", hidden)
-    phi, _, _ = activation(act)
+    phi, _, _ = activation(act, "act")
     return Expert(
         (("U", (hidden, k)), ("a", (hidden,))),
         lambda th, x: (phi(th["U"] @ x) * th["a"]).sum(-1),
@@ -98,7 +99,7 @@ def moe_module(k: int, expert: Expert, gate: str = "tanh") -> SymmetricModule:
     k = _pos_int("k", k)
     if not isinstance(expert, Expert):
         raise TypeError(f"expert must be an Expert (see linear_expert), got {type(expert).__name__}")
-    psi, psi0, _ = activation(gate)
+    psi, psi0, _ = activation(gate, "gate")
     if psi0 != 0.0:
         raise ValueError(f"gate must satisfy ψ(0) = 0, but {gate!r} has ψ(0) = {psi0}")
     layout = Layout((("r", (k,)),) + expert.blocks)
@@ -133,8 +134,8 @@ def A_moe(x: Any, dpsi0: float, G: Any) -> np.ndarray:
         ``(k+q, k+q)`` or ``(V, k+q, k+q)``.
     """
     x, dpsi0 = _vector("x", x), _real("dpsi0", dpsi0)
-    G = np.asarray(G, dtype=float)
-    if G.ndim not in (1, 2) or G.shape[-1] < 1:
+    G = as_array("G", G)
+    if G.ndim not in (1, 2) or G.shape[-1] < 1 or G.shape[0] < 1:
         raise ValueError(f"G must have shape (q,) or (V, q), got {G.shape}")
     if G.ndim == 1:
         return _offdiag(np.outer(x, G), dpsi0 / 2)
@@ -147,7 +148,15 @@ def A_moe(x: Any, dpsi0: float, G: Any) -> np.ndarray:
 
 
 class MixtureOfExperts(ModuleModel):
-    """Tanh-gated linear experts ``Σ_i tanh(r_iᵀ x) θ_iᵀ x`` (Prop. 5)."""
+    """Tanh-gated linear experts ``Σ_i tanh(r_iᵀ x) θ_iᵀ x`` (Prop. 5).
+
+    Parameters
+    ----------
+    k : int >= 1
+        Input dimension.
+    width : int >= 1
+        Experts drawn by :meth:`sample`.
+    """
 
     name = "moe"
     title = "mixture of experts"
@@ -156,11 +165,16 @@ class MixtureOfExperts(ModuleModel):
     remainder = 4
 
     def __init__(self, k: int = 3, width: int = 3) -> None:
-        self.k, self.width = k, width
-        self.module = moe_module(k, linear_expert(k))
+        self.k, self.width = _pos_int("k", k), _pos_int("width", width)
+        self.module = moe_module(self.k, linear_expert(self.k))
+
+    def check_input(self, x: Any) -> np.ndarray:
+        """A finite real vector of shape ``(k,)``."""
+        return _vector("x", x, self.k)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 14 with ``ψ'(0) = 1`` and ``G = x``."""
+        x = self.check_input(x)
         return Structure(A=A_moe(x, 1.0, G_linear(x)))
 
     def sample_input(self, rng: np.random.Generator) -> np.ndarray:

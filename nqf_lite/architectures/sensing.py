@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .._checks import as_array, check_shape, integer
-from .base import Model, Structure, register
+from .base import Model, Structure, as_weights, generator, register
 
 __all__ = [
     "TableModel",
@@ -51,25 +51,46 @@ def offdiagonal(C: np.ndarray) -> np.ndarray:
 
 
 class TableModel(Model):
-    """Shared validation for the Table 3 models: the weight layout and the inputs."""
+    """Shared validation for the Table 3 models: the weight layout and the inputs.
+
+    A subclass implements :meth:`check_input` (the parsed, validated input), :meth:`_native`
+    and :meth:`_structure` on it, and :meth:`_sample`; :meth:`native`, :meth:`structure` and
+    :meth:`sample` validate ``W``, ``x`` and ``rng`` once, here.
+    """
 
     def weights(self, W: Any) -> torch.Tensor:
-        """``W`` as a float64 tensor in the native layout (gradients preserved).
+        """``W`` as a finite float64 tensor in the native layout (gradients preserved).
 
         Raises
         ------
+        TypeError
+            If ``W`` is complex, bool or not numeric.
         ValueError
             If ``W`` is not 2-D with ``p`` rows (columns convention) or ``p``
-            columns (rows convention).
+            columns (rows convention), or holds NaN or inf.
         """
-        W = torch.as_tensor(W, dtype=torch.float64)
-        axis = 0 if self.neurons == "columns" else 1
-        if W.ndim != 2 or W.shape[axis] != self.p or W.shape[1 - axis] < 1:
-            want = f"(p={self.p}, d)" if axis == 0 else f"(d, p={self.p})"
-            raise ValueError(
-                f"W must have shape {want} (neurons as {self.neurons}) for {self.name}, got {tuple(W.shape)}"
-            )
-        return W
+        return as_weights(W, self.p, self.neurons, self.name)
+
+    def native(self, W: Any, x: Any) -> torch.Tensor:
+        """The model's output on one input ``x``, ``W`` in the native layout (both validated)."""
+        return self._native(self.weights(W), self.check_input(x))
+
+    def structure(self, x: Any) -> Structure:
+        """The closed-form coefficients on input ``x`` (validated as :meth:`native` validates it)."""
+        return self._structure(self.check_input(x))
+
+    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
+        """A random instance ``(W, x)``; ``rng`` must be a numpy ``Generator``."""
+        return self._sample(generator(rng))
+
+    def _native(self, W: torch.Tensor, x: Any) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _structure(self, x: Any) -> Structure:
+        raise NotImplementedError
+
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
+        raise NotImplementedError
 
     @staticmethod
     def array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -87,7 +108,9 @@ class TableModel(Model):
 
     @staticmethod
     def index(name: str, value: Any, n: int) -> int:
-        """An integer index in ``[0, n)``."""
+        """An integer index in ``[0, n)`` (a 0-d integer array counts; bool and float do not)."""
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+            value = value[()]
         i = integer(name, value, minimum=0)
         if i >= n:
             raise ValueError(f"{name} must be an index in [0, {n}), got {i}")
@@ -127,16 +150,17 @@ class PSDSensing(TableModel):
     def p(self) -> int:
         return self.n
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        S = torch.as_tensor(self.array("x (the sensing matrix S)", x, (self.n, self.n)))
-        return torch.sum(S * (W @ W.T))
+    def check_input(self, x: Any) -> np.ndarray:
+        """The sensing matrix ``S``: finite, real, shape ``(n, n)``."""
+        return self.array("x (the sensing matrix S)", x, (self.n, self.n))
 
-    def structure(self, x: Any) -> Structure:
-        S = self.array("x (the sensing matrix S)", x, (self.n, self.n))
+    def _native(self, W: torch.Tensor, S: np.ndarray) -> torch.Tensor:
+        return torch.sum(torch.as_tensor(S) * (W @ W.T))
+
+    def _structure(self, S: np.ndarray) -> Structure:
         return Structure(A=0.5 * (S + S.T))
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         return rng.standard_normal((self.n, 3)), rng.standard_normal((self.n, self.n))
 
 
@@ -169,16 +193,18 @@ class RectangularSensing(TableModel):
     def p(self) -> int:
         return self.n1 + self.n2
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        S = torch.as_tensor(self.array("x (the sensing matrix S)", x, (self.n1, self.n2)))
+    def check_input(self, x: Any) -> np.ndarray:
+        """The sensing matrix ``S``: finite, real, shape ``(n1, n2)``."""
+        return self.array("x (the sensing matrix S)", x, (self.n1, self.n2))
+
+    def _native(self, W: torch.Tensor, S: np.ndarray) -> torch.Tensor:
         U, V = W[: self.n1], W[self.n1 :]
-        return torch.sum(S * (U @ V.T))
+        return torch.sum(torch.as_tensor(S) * (U @ V.T))
 
-    def structure(self, x: Any) -> Structure:
-        return Structure(A=offdiagonal(self.array("x (the sensing matrix S)", x, (self.n1, self.n2))))
+    def _structure(self, S: np.ndarray) -> Structure:
+        return Structure(A=offdiagonal(S))
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         return rng.standard_normal((self.p, 3)), rng.standard_normal((self.n1, self.n2))
 
 
@@ -206,22 +232,22 @@ class MatrixCompletion(TableModel):
     def p(self) -> int:
         return self.n_rows + self.n_cols
 
-    def _ij(self, x: Any) -> tuple[int, int]:
+    def check_input(self, x: Any) -> tuple[int, int]:
+        """The entry ``(i, j)``: integer indices in ``[0, n_rows)`` and ``[0, n_cols)``."""
         i, j = self.pair("x (the entry (i, j))", x)
         return self.index("i", i, self.n_rows), self.index("j", j, self.n_cols)
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        i, j = self._ij(x)
+    def _native(self, W: torch.Tensor, x: tuple[int, int]) -> torch.Tensor:
+        i, j = x
         return W[i] @ W[self.n_rows + j]
 
-    def structure(self, x: Any) -> Structure:
-        i, j = self._ij(x)
+    def _structure(self, x: tuple[int, int]) -> Structure:
+        i, j = x
         C = np.zeros((self.n_rows, self.n_cols))
         C[i, j] = 1.0
         return Structure(A=offdiagonal(C))
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, tuple[int, int]]:
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, tuple[int, int]]:
         W = rng.standard_normal((self.p, 3))
         return W, (int(rng.integers(self.n_rows)), int(rng.integers(self.n_cols)))
 
@@ -247,16 +273,17 @@ class QuadraticNetwork(TableModel):
     def p(self) -> int:
         return self.k
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        x = torch.as_tensor(self.array("x", x, (self.k,)))
-        return torch.sum((W.T @ x) ** 2)
+    def check_input(self, x: Any) -> np.ndarray:
+        """A finite real vector of shape ``(k,)``."""
+        return self.array("x", x, (self.k,))
 
-    def structure(self, x: Any) -> Structure:
-        x = self.array("x", x, (self.k,))
+    def _native(self, W: torch.Tensor, x: np.ndarray) -> torch.Tensor:
+        return torch.sum((W.T @ torch.as_tensor(x)) ** 2)
+
+    def _structure(self, x: np.ndarray) -> Structure:
         return Structure(A=np.outer(x, x))
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         return rng.standard_normal((self.k, 3)), rng.standard_normal(self.k)
 
 
@@ -283,16 +310,18 @@ class PhaseRetrieval(TableModel):
     def p(self) -> int:
         return self.n
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        a = torch.as_tensor(self.array("x (the measurement vector a)", x, (self.n,)))
+    def check_input(self, x: Any) -> np.ndarray:
+        """The measurement vector ``a``: finite, real, shape ``(n,)``."""
+        return self.array("x (the measurement vector a)", x, (self.n,))
+
+    def _native(self, W: torch.Tensor, a: np.ndarray) -> torch.Tensor:
+        a = torch.as_tensor(a)
         return a @ W @ W.T @ a
 
-    def structure(self, x: Any) -> Structure:
-        a = self.array("x (the measurement vector a)", x, (self.n,))
+    def _structure(self, a: np.ndarray) -> Structure:
         return Structure(A=np.outer(a, a))
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         return rng.standard_normal((self.n, 2)), rng.standard_normal(self.n)
 
 

@@ -42,19 +42,18 @@ class LinearSSL(TableModel):
     def p(self) -> int:
         return self.D
 
-    def _delta(self, x: Any) -> np.ndarray:
+    def check_input(self, x: Any) -> np.ndarray:
+        """The pair of views ``(x, χ)``, each finite of shape ``(D,)``; returns ``Δ = x − χ``."""
         a, b = self.pair("x (the views (x, χ))", x)
-        return self.array("x (first view)", a, (self.D,)) - self.array("χ (second view)", b, (self.D,))
+        return self.array("x[0] (x, the first view)", a, (self.D,)) - self.array("x[1] (χ, the second view)", b, (self.D,))
 
-    def native(self, W: Any, x: Any) -> torch.Tensor:
-        W = self.weights(W)
-        return torch.sum((W @ torch.as_tensor(self._delta(x))) ** 2)
+    def _native(self, W: torch.Tensor, delta: np.ndarray) -> torch.Tensor:
+        return torch.sum((W @ torch.as_tensor(delta)) ** 2)
 
-    def structure(self, x: Any) -> Structure:
-        delta = self._delta(x)
+    def _structure(self, delta: np.ndarray) -> Structure:
         return Structure(A=np.outer(delta, delta))
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    def _sample(self, rng: np.random.Generator) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         return rng.standard_normal((2, self.D)), (rng.standard_normal(self.D), rng.standard_normal(self.D))
 
 
