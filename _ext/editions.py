@@ -172,20 +172,25 @@ def load_book(root: Path = ROOT) -> Book:
     """Index every label of the book: sections, figures, equations, exercises, boxes."""
     book = Book(_toc_pages(root), citations=_citations(root))
     book.repository = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
+    # Sphinx counts per chapter, and across all unnumbered pages together (their prefix is empty)
     chapter_counters: dict[str, dict[str, int]] = {}
     for page in book.pages:
         chapter = page.number.split(".")[0] if page.number else None
-        counts = chapter_counters.setdefault(chapter or page.doc, {"figure": 0, "equation": 0, "exercise": 0})
+        counts = chapter_counters.setdefault(chapter or "", {"figure": 0, "equation": 0, "exercise": 0})
         sections = [0] * 6
         pending: list[str] = []
         headings = book.headings.setdefault(page.doc, [])
         for cell, text in _markdown_sources(page):
-            if cell is not None and cell["cell_type"] == "code":
-                fig = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+            figures = [cell.get("metadata", {})] if cell is not None and cell["cell_type"] == "code" else []
+            if cell is None:  # a MyST notebook page: figures are code cells with a YAML header
+                figures = [yaml.safe_load(h) or {} for h in CODE_CELL_HEADER.findall(text)]
+            for metadata in figures:
+                fig = metadata.get("mystnb", {}).get("figure", {})
                 if fig.get("name"):
                     counts["figure"] += 1
                     number = f"{chapter}.{counts['figure']}" if chapter else str(counts["figure"])
                     book.labels[fig["name"]] = Target("figure", number, fig.get("caption", ""), page.doc)
+            if cell is not None and cell["cell_type"] == "code":
                 continue
             lines = text.splitlines()
             for line, is_code in zip(lines, code_lines(lines)):
@@ -223,6 +228,8 @@ def load_book(root: Path = ROOT) -> Book:
     return book
 
 
+#: the YAML header of a code cell in a MyST Markdown notebook page
+CODE_CELL_HEADER = re.compile(r"^```\{code-cell\}[^\n]*\n---\n(.*?)\n---\n", re.S | re.M)
 FENCE = re.compile(r"^\s*(?P<fence>`{3,}|~{3,}|:{3,})(?P<rest>.*)$")
 
 
@@ -348,14 +355,10 @@ def _split_explicit(body: str) -> tuple[str | None, str]:
 def _ref_text(ctx: Context, target: Target) -> str:
     """How a ``{ref}`` reads in a notebook: the name, with its number (there are no links)."""
     if target.kind == "section" and target.number and "." not in target.number:
-        return f"Chapter {target.number}, *{_plain_title(target.title)}*"
+        return f"Chapter {target.number}, *{target.title.strip()}*"
     if target.kind == "section" and target.number:
-        return f"Section {target.number}, *{_plain_title(target.title)}*"
-    return _plain_title(target.title)
-
-
-def _plain_title(title: str) -> str:
-    return title.strip()
+        return f"Section {target.number}, *{target.title.strip()}*"
+    return target.title.strip()
 
 
 def _role(ctx: Context, m: re.Match) -> str:

@@ -465,8 +465,6 @@ class ModuleUnits:
         Parameters per unit (the rows of ``W``).
     d : int
         Number of units (the columns of ``W``).
-    units : list of tuple
-        The resolved entries ``(name, dim, blocks)`` (a pattern for ``*`` entries).
 
     Notes
     -----
