@@ -199,9 +199,10 @@ def judge_linear_part(answer: Any, teacher: Any) -> str | None:
         if 1e-6 < err < 0.05:
             return (
                 f"T_lin is close (relative error {err:.0e}) but not exact: "
-                "a sample over x carries an error of about 1/sqrt(N); "
-                "reduce each unit to a one-dimensional Gaussian average on "
-                "a fine grid."
+                "a sample over x (error about 1/sqrt(N)), or a quadrature "
+                "rule too coarse for tanh at these large weights, leaves an "
+                "error of this size; average each unit's one-dimensional "
+                "Gaussian integral over a fine uniform grid."
             )
     scale = np.abs(expected).max()
     return compare_arrays(
