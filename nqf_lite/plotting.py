@@ -12,7 +12,15 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-__all__ = ["COLORS", "use_style", "loglog_fit_line", "plot_structure", "subplots"]
+__all__ = [
+    "COLORS",
+    "TWIN_LINE",
+    "loglog_fit_line",
+    "plot_band",
+    "plot_structure",
+    "subplots",
+    "use_style",
+]
 
 #: Roles shared by every figure: the real module, its NQF twin, the theory.
 COLORS = {
@@ -99,3 +107,57 @@ def plot_structure(ax: Any, A: Any, layout: Any, title: str | None = None) -> An
     if title:
         ax.set_title(title, fontsize=9)
     return im
+
+
+#: the NQF twin drawn next to its network: black, dashed (the network: solid,
+#: in colour)
+TWIN_LINE = {"color": "k", "ls": "--", "lw": 1.3}
+
+
+def plot_band(
+    ax: Any,
+    x: Any,
+    ys: Any,
+    color: str | None = None,
+    label: str | None = None,
+    log: bool = False,
+    twin: bool = False,
+    **kw: Any,
+) -> None:
+    """Draw an ensemble of curves: its mean as a line, its range as a band.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    x : array_like, shape (T,)
+    ys : array_like, shape (E, T)
+        One curve per member.
+    color : str, optional
+        Colour of the line and the band (default: the module's colour).
+    label : str, optional
+    log : bool
+        Draw the geometric mean (for a log axis) instead of the mean.
+    twin : bool
+        Draw an NQF twin: :data:`TWIN_LINE`, a grey band (no ``color``).
+    **kw
+        Passed to the line (e.g. ``alpha``).
+    """
+    ys = np.asarray(ys, dtype=float)
+    if ys.ndim != 2 or ys.shape[1] != np.shape(x)[0]:
+        raise ValueError(
+            "ys must have shape (members, len(x)) = "
+            f"(E, {np.shape(x)[0]}), got {ys.shape}"
+        )
+    if log and np.any(ys <= 0):
+        raise ValueError(
+            "log=True needs positive curves (their geometric mean is drawn)"
+        )
+    mid = np.exp(np.log(ys).mean(0)) if log else ys.mean(0)
+    band_color = "0.5" if twin else (color or COLORS["module"])
+    alpha = 0.15 if twin else 0.18
+    ax.fill_between(
+        x, ys.min(0), ys.max(0), color=band_color, alpha=alpha, lw=0
+    )
+    line = dict(TWIN_LINE) if twin else {"color": band_color}
+    line.update(kw)
+    ax.plot(x, mid, label=label, **line)
