@@ -87,11 +87,17 @@ class Target:
 
 @dataclass
 class Page:
-    """A page of the table of contents: its document name and its number (None: unnumbered)."""
+    """A page of the table of contents: its document name and its number (None: unnumbered).
+
+    A sub-page (listed under a chapter's ``sections``) has ``parent`` (the chapter's document)
+    and ``index`` (1 for the first sub-page); its number follows the chapter's own sections.
+    """
 
     doc: str
     number: str | None
     path: Path
+    parent: str | None = None
+    index: int = 0
 
 
 @dataclass
@@ -112,20 +118,21 @@ def _toc_pages(root: Path) -> list[Page]:
     """Pages in table-of-contents order, numbered as Sphinx numbers them.
 
     Chapters of parts marked ``numbered: true`` are numbered 1, 2, ... across the parts (Jupyter
-    Book's multitoc numbering); a page listed under a chapter's ``sections`` is ``N.k``.
+    Book's multitoc numbering).  A page listed under a chapter's ``sections`` comes after the
+    chapter's own sections: :func:`load_book` numbers it once it has counted them.
     """
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
     pages: list[Page] = []
     counter = 0
 
-    def add(entry: dict, number: str | None) -> None:
+    def add(entry: dict, number: str | None, parent: str | None = None, index: int = 0) -> None:
         doc = entry["file"]
         path = next((root / f"{doc}{ext}" for ext in (".ipynb", ".md") if (root / f"{doc}{ext}").is_file()), None)
         if path is not None:
-            pages.append(Page(doc, number, path))
+            pages.append(Page(doc, number, path, parent, index))
         for k, sub in enumerate(entry.get("sections", []) or [], 1):
             if "file" in sub:
-                add(sub, f"{number}.{k}" if number else None)
+                add(sub, number, doc, k)
 
     add({"file": toc["root"]}, None)
     for part in toc.get("parts", []):
@@ -174,7 +181,10 @@ def load_book(root: Path = ROOT) -> Book:
     book.repository = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
     # Sphinx counts per chapter, and across all unnumbered pages together (their prefix is empty)
     chapter_counters: dict[str, dict[str, int]] = {}
+    top_sections: dict[str, int] = {}  # doc -> number of its level-2 headings
     for page in book.pages:
+        if page.parent is not None and page.number is not None:  # after the chapter's own sections
+            page.number = f"{page.number}.{top_sections.get(page.parent, 0) + page.index}"
         chapter = page.number.split(".")[0] if page.number else None
         counts = chapter_counters.setdefault(chapter or "", {"figure": 0, "equation": 0, "exercise": 0})
         sections = [0] * 6
@@ -205,6 +215,7 @@ def load_book(root: Path = ROOT) -> Book:
                     sections[level:] = [0] * (6 - level)
                     number = _section_number(page.number, sections, level)
                     headings.append(number)
+                    top_sections[page.doc] = sections[1]
                     for label in pending:
                         book.labels[label] = Target("section", number, m["title"], page.doc)
                     pending = []

@@ -37,7 +37,7 @@
 
   // Boxes wider than the column scroll inside themselves; mark those that do.
   var SCROLLERS = 'main div.math, main mjx-container[display="true"], main div.highlight pre, ' +
-    "main .pst-scrollable-table-container, main table.claims-ledger";
+    "main .pst-scrollable-table-container, main table.claims-ledger, main div.output.text_html";
   function markScrollers() {
     document.querySelectorAll(SCROLLERS).forEach(function (box) {
       var wide = box.scrollWidth > box.clientWidth + 1;
@@ -55,21 +55,34 @@
     });
   }
 
+  // An inline formula wider than the column (a phone) cannot break: let it scroll, with the cue.
+  function markWideInlineMath() {
+    var main = document.querySelector("main");
+    if (!main) return;
+    var right = main.getBoundingClientRect().right;
+    document.querySelectorAll('main mjx-container:not([display="true"])').forEach(function (math) {
+      if (math.classList.contains("scroll-cue")) return;
+      if (math.getBoundingClientRect().right > right + 1) math.classList.add("scroll-cue");
+    });
+  }
+
   function settle() {
     adoptExplorers();
+    markWideInlineMath();
     markScrollers();
   }
   document.addEventListener("DOMContentLoaded", settle);
   window.addEventListener("load", settle);
   window.addEventListener("resize", markScrollers);
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-    MathJax.startup.promise.then(markScrollers);
+    MathJax.startup.promise.then(settle);
   }
   new MutationObserver(function (records) {
     if (records.some(function (r) { return r.addedNodes.length; })) adoptExplorers();
   }).observe(document.documentElement, { childList: true, subtree: true });
   var tries = 0;
   var timer = setInterval(function () {  // MathJax typesets after load; re-measure a few times
+    markWideInlineMath();
     markScrollers();
     if (++tries > 10) clearInterval(timer);
   }, 500);

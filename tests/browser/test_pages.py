@@ -172,7 +172,26 @@ def test_chapter_widgets_render_and_respond(page, site_url, screenshots, doc):
             " return img && img.getAttribute('src') !== src && img.naturalWidth > 0; }",
             arg=[box.element_handle(), before],
         )
-    assert explorers >= 1, f"{doc}: no slider explorer (slider + images) rendered"
+    toggles = page.locator(".widget-toggle-buttons")
+    for i in range(toggles.count()):  # categories: the explorer's toggle buttons
+        group = toggles.nth(i)
+        group.scroll_into_view_if_needed()
+        box = group.locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
+        images = box.locator(".widget-image")
+        if images.count() == 0:
+            continue
+        explorers += 1
+        before = images.first.get_attribute("src")
+        buttons = group.locator("button")
+        assert buttons.count() >= 2, f"{doc}: toggle explorer {i} has fewer than two choices"
+        unselected = group.locator("button:not(.mod-active)").first
+        unselected.click()
+        page.wait_for_function(
+            "([el, src]) => { const img = el.querySelector('.widget-image');"
+            " return img && img.getAttribute('src') !== src && img.naturalWidth > 0; }",
+            arg=[box.element_handle(), before],
+        )
+    assert explorers >= 1, f"{doc}: no explorer (slider or toggle buttons + images) rendered"
     _shoot(page, f"{doc}__widgets", screenshots)
 
 
@@ -185,7 +204,10 @@ def test_ledger_complete(page, site_url, screenshots):
     summary = page.locator(".claims-ledger-summary").inner_text()
     assert "all pass" in summary, summary
     assert page.locator("table.claims-ledger tr.claim-fail").count() == 0
-    results = page.locator("table.claims-ledger tbody tr.claim-pass td:last-child").all_inner_texts()
+    # the rows sit in closed folds: read their text, not what is rendered
+    results = page.locator("table.claims-ledger tbody tr.claim-pass td:last-child").evaluate_all(
+        "els => els.map(e => e.textContent)"
+    )
     assert len(results) == rows.count() and all(r.strip() == "pass" for r in results)
     groups = page.locator("details.claims-chapter-group")
     assert groups.count() >= len(CHAPTERS), "the ledger is not folded by chapter"
