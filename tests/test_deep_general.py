@@ -4,8 +4,19 @@ import numpy as np
 import pytest
 import torch
 
-from nqf_lite.deep import DeepNQF, FunctionLayer, LayerStructure, MLPLayer, deep_moments, realize_deep
-from nqf_lite.deep_general import backprop_signals, order_gradients_by_structure, random_general_layer
+from nqf_lite.deep import (
+    DeepNQF,
+    FunctionLayer,
+    LayerStructure,
+    MLPLayer,
+    deep_moments,
+    realize_deep,
+)
+from nqf_lite.deep_general import (
+    backprop_signals,
+    order_gradients_by_structure,
+    random_general_layer,
+)
 
 F64 = torch.float64
 
@@ -35,7 +46,7 @@ def finite_difference_gradients(model, x, y, Ms, mus, eps=1e-6):
     """dL/dmu and G + G^T (G = dL/dM, M unconstrained) by central differences of model.loss."""
     vs, Hs = [], []
     for l in range(model.L):
-        def loss_at(M_l, mu_l):
+        def loss_at(M_l, mu_l, l=l):
             Ms2 = [M_l if j == l else M for j, M in enumerate(Ms)]
             mus2 = [mu_l if j == l else mu for j, mu in enumerate(mus)]
             return float(model.loss(x, y, Ms2, mus2))

@@ -8,7 +8,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..deep import DeepNQF, MLPLayer, deep_moments, realize_deep, structure_subspace
+from ..deep import (
+    DeepNQF,
+    MLPLayer,
+    deep_moments,
+    realize_deep,
+    structure_subspace,
+)
 from ..deep_general import random_general_layer
 from ..seeding import rng
 from . import Exercise, register
