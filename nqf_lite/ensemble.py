@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, vmap
 
+from .architectures import blocks
 from .architectures.blocks import Network, _int, _pos
 from .train import optimizer
 
@@ -45,12 +46,12 @@ __all__ = [
 ROLES = ("net", "twin")
 
 
-def stack_weights(nets: Sequence[Network]) -> dict[str, Tensor]:
+def stack_weights(nets: Sequence[blocks.Network]) -> dict[str, Tensor]:
     """The members' trainable weights: one leaf tensor per parameter name.
 
     Parameters
     ----------
-    nets : sequence of Network
+    nets : sequence of blocks.Network
         Networks of one architecture and one configuration (they share their
         fixed buffers, e.g. the readout of query-key heads).
 
@@ -224,7 +225,7 @@ class EnsembleHistory:
 class _EffectiveMap(torch.nn.Module):
     """``net.effective_map()`` as a forward, to vmap it over weights."""
 
-    def __init__(self, net: Network) -> None:
+    def __init__(self, net: blocks.Network) -> None:
         super().__init__()
         self.net = net
 
@@ -232,7 +233,7 @@ class _EffectiveMap(torch.nn.Module):
         return self.net.effective_map()
 
 
-def _networks(nets: object) -> list[Network]:
+def _networks(nets: object) -> list[blocks.Network]:
     if not isinstance(nets, (list, tuple)) or not nets:
         raise TypeError(
             "nets must be a non-empty list of networks, got "
@@ -251,7 +252,7 @@ def _networks(nets: object) -> list[Network]:
     return list(nets)
 
 
-def _teacher_values(s: object, net: Network) -> Tensor:
+def _teacher_values(s: object, net: blocks.Network) -> Tensor:
     arr = np.asarray(s, dtype=np.float64)
     rank = min(net.effective_map().shape)
     if (
@@ -272,7 +273,7 @@ def _recorded_steps(steps: int, record_every: int) -> np.ndarray:
 
 
 def train_ensemble(
-    nets: Sequence[Network],
+    nets: Sequence[blocks.Network],
     draw: Callable[[int], tuple[tuple[Tensor, ...], Tensor]],
     optimizer_name: str = "gd",
     lr: float = 0.1,
@@ -292,7 +293,7 @@ def train_ensemble(
 
     Parameters
     ----------
-    nets : sequence of Network
+    nets : sequence of blocks.Network
         The E members (one architecture; e.g. ``teacher_task(...)[0]`` for
         E seeds).
     draw : callable ``draw(t) -> (inputs, targets)``

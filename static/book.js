@@ -74,9 +74,13 @@
   document.addEventListener("DOMContentLoaded", settle);
   window.addEventListener("load", settle);
   window.addEventListener("resize", markScrollers);
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-    MathJax.startup.promise.then(settle);
-  }
+  // MathJax loads after this script: once its first typesetting is done, measure again
+  var waitForMath = setInterval(function () {
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+      clearInterval(waitForMath);
+      MathJax.startup.promise.then(settle);
+    }
+  }, 100);
   new MutationObserver(function (records) {
     if (records.some(function (r) { return r.addedNodes.length; })) adoptExplorers();
   }).observe(document.documentElement, { childList: true, subtree: true });
@@ -84,6 +88,6 @@
   var timer = setInterval(function () {  // MathJax typesets after load; re-measure a few times
     markWideInlineMath();
     markScrollers();
-    if (++tries > 10) clearInterval(timer);
+    if (++tries > 20) clearInterval(timer);
   }, 500);
 })();

@@ -10,7 +10,7 @@
   smoothness hypothesis).
 
 The first two judges compute the right answer with the package
-(:func:`nqf_lite.truncation_error`, :func:`nqf_lite.higher_order.theorem13`) on
+(:func:`nqf_lite.expansion.truncation_error`, :func:`nqf_lite.higher_order.theorem13`) on
 their own draws or on the student's input; the third with the closed form of a
 ReLU layer's homogeneity, ``relu(hz) = h relu(z)``.
 """

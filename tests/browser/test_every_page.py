@@ -146,7 +146,7 @@ MEASURE = r"""
   // 6. references that show a bare word: sphinx-proof's unnumbered boxes, a numref without number
   const BARE = /^(Theorem|Proposition|Definition|Corollary|Lemma|Assumption|Property|Remark|Exercise|Fig\.?|Figure|Section|Eq\.?|Equation|Table)\s*$/;
   const bareRefs = Array.from(document.querySelectorAll('main a.reference'))
-    .filter(a => !a.querySelector('code'))  // an API link names a class, e.g. Exercise
+    .filter(a => !a.querySelector('code, span.pre') && !a.closest('dl.py'))  // API links name a class, e.g. Exercise
     .map(a => a.textContent.trim())
     .filter(t => t === '' || BARE.test(t));
   // 7. theorem-like boxes: the title carries the paper's number ("... of the paper") or "(this book)",

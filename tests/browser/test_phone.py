@@ -35,10 +35,12 @@ CUT = r"""
   for (const el of main.querySelectorAll('*')) {
     const r = el.getBoundingClientRect();
     if (r.width === 0 || getComputedStyle(el).visibility === 'hidden') continue;
+    if (el.closest('mjx-assistive-mml')) continue;  // MathJax's hidden copy for screen readers
     if (el.scrollWidth > el.clientWidth + 1 && scrolls(el) && el.clientWidth > 0) {
       const cued = el.classList.contains('scroll-cue') && getComputedStyle(el).boxShadow !== 'none';
       if (!cued) out.uncued.push(`${name(el)} (${el.scrollWidth} px in ${el.clientWidth} px)`);
-    } else if (r.right > right + 1 && !inScroller(el) && !el.closest('.bd-sidebar-secondary, .figure-zoom')) {
+    } else if (r.right > right + 3 && !inScroller(el) && !el.closest('.bd-sidebar-secondary, .figure-zoom')) {
+      // (3 px: a glyph's overhang past its box is not a cut)
       out.cut.push(`${name(el)} (ends at ${Math.round(r.right)} px, column ends at ${Math.round(right)} px)`);
     }
   }
