@@ -22,6 +22,8 @@ ROOT = Path(os.environ.get("NQF_BOOK_ROOT") or Path(__file__).resolve().parents[
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
+#: how long a page may take to load and settle: two browsers share two cores in the test command
+TIMEOUT_MS = 120_000
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -100,7 +102,7 @@ def page(browser, site_url):
             route.abort()
 
     tab.route("**/*", _route)
-    tab.set_default_timeout(30_000)
+    tab.set_default_timeout(TIMEOUT_MS)
     yield tab
     context.close()
 

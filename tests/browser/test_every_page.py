@@ -41,6 +41,8 @@ HTML = ROOT / "_build" / "html"
 pytestmark = pytest.mark.browser
 
 VIEWPORT = {"width": 1280, "height": 900}
+#: how long a page may take to load and settle (as conftest.TIMEOUT_MS): two browsers share two cores
+TIMEOUT_MS = 120_000
 #: TeX that should have been typeset: $...$ pairs, \( \[, and common control words
 RAW_TEX = re.compile(
     r"(?<![\\$\w])\$(?=\S)[^$\n]{1,200}?(?<=\S)\$(?!\w)"
@@ -198,7 +200,7 @@ def survey(browser, site_url) -> dict[str, dict]:
             tab.on("console", _console)
             tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url)
                       or route.request.url.startswith(("data:", "blob:")) else route.abort())
-            tab.set_default_timeout(30_000)
+            tab.set_default_timeout(TIMEOUT_MS)
             tab.goto(f"{site_url}/{doc}.html", wait_until="load")
             tab.wait_for_load_state("networkidle")
             if tab.locator(".math").count() or tab.locator("mjx-container").count():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_every_page import HTML, _report, built_pages
+from test_every_page import HTML, TIMEOUT_MS, _report, built_pages
 
 pytestmark = pytest.mark.browser
 
@@ -63,7 +63,7 @@ def phone_survey(browser, site_url) -> dict[str, dict]:
             tab = context.new_page()
             tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url)
                       or route.request.url.startswith(("data:", "blob:")) else route.abort())
-            tab.set_default_timeout(30_000)
+            tab.set_default_timeout(TIMEOUT_MS)
             tab.goto(f"{site_url}/{doc}.html", wait_until="load")
             tab.wait_for_load_state("networkidle")
             if tab.locator(".math").count():
