@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["compare_arrays", "compare_number", "call_student"]
+__all__ = ["as_floats", "call_student", "close", "compare_arrays", "compare_number"]
 
 #: factors by which a scalar answer is most often off (a missing 1/2, a doubled term)
 SIMPLE_FACTORS = (2.0, 0.5, 4.0, 0.25)
@@ -29,6 +29,28 @@ def _as_real_array(answer: Any, what: str) -> tuple[np.ndarray | None, str | Non
     if not np.all(np.isfinite(a)):
         return None, f"{what} has NaN or infinite entries."
     return a, None
+
+
+def as_floats(answer: Any, ndim: int | None = None) -> np.ndarray | None:
+    """``answer`` (an array, a tensor, a list) as a finite float array, else ``None``.
+
+    With ``ndim``, an array with another number of axes, or an empty one, is ``None`` too.
+    """
+    try:
+        out = np.asarray(answer.detach().numpy() if hasattr(answer, "detach") else answer)
+        out = out.astype(float)
+    except (TypeError, ValueError):
+        return None
+    if ndim is not None and (out.ndim != ndim or out.size == 0):
+        return None
+    return out if np.all(np.isfinite(out)) else None
+
+
+def close(answer: Any, expected: Any, *, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
+    """True when ``answer`` is an array of the shape of ``expected`` and equal to it to ``rtol``/``atol``."""
+    expected = np.asarray(expected, dtype=float)
+    a = as_floats(answer)
+    return a is not None and a.shape == expected.shape and bool(np.allclose(a, expected, rtol=rtol, atol=atol))
 
 
 def compare_arrays(

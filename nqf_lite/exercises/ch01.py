@@ -15,31 +15,23 @@ from .. import architectures as ar
 from ..expansion import expand
 from ..higher_order import theorem13
 from . import Exercise, register
-from ._judges import compare_arrays, compare_number
+from ._judges import as_floats, compare_arrays, compare_number
 
 __all__: list[str] = []
 
 
-def _floats(a: Any) -> np.ndarray | None:
-    """``a`` as a float array, or ``None`` when it is not an array of numbers."""
-    try:
-        out = np.asarray(a.detach().numpy() if hasattr(a, "detach") else a)
-        out = out.astype(float)
-    except (TypeError, ValueError):
-        return None
-    return out if np.all(np.isfinite(out)) else None
 
 
 def _input_and_weights(
     x: Any, W: Any = None
 ) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
     """``x`` (k,) and, when given, ``W`` (k + 1, d) of a perceptron, or a hint."""
-    x = _floats(x)
+    x = as_floats(x)
     if x is None or x.ndim != 1 or x.size < 1:
         return None, None, "the input x should be a vector of finite numbers."
     if W is None:
         return x, None, None
-    W = _floats(W)
+    W = as_floats(W)
     if W is None or W.ndim != 2 or W.shape[0] != x.size + 1 or W.shape[1] < 2:
         return (
             None,
@@ -76,7 +68,7 @@ def judge_moments(answer: Any, x: Any, W: Any) -> str | None:
     M, mu = W @ W.T, W.sum(axis=1)
     trace_only = float(e.f0 + np.sum(e.A * M))
     no_B = trace_only + float(e.g @ mu)
-    a = _floats(answer)
+    a = as_floats(answer)
     if a is not None and a.size == 1:
         value = float(a.reshape(()))
         if np.isclose(value, trace_only) and not np.isclose(value, expected):
@@ -138,7 +130,7 @@ def judge_hessian(answer: Any, x: Any) -> str | None:
         return hint
     module = _mean_field(x.size)
     e = expand(module, x, module.p)
-    a = _floats(answer)
+    a = as_floats(answer)
     if (
         a is not None
         and a.shape == e.A.shape
@@ -186,7 +178,7 @@ def judge_cubic(answer: Any, x: Any, W: Any) -> str | None:
         return hint
     module = ar.mlp_module(x.size, "gelu")
     cubic = theorem13(module, x, module.p, order=3, d=W.shape[1])
-    a = _floats(answer)
+    a = as_floats(answer)
     if a is not None and a.size == 1 and float(a.reshape(())) == 0.0:
         return (
             "c3 = 0 is the answer for tanh, which is odd; GELU is not, so "

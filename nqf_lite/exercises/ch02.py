@@ -16,27 +16,13 @@ import torch.nn.functional as F
 from .. import architectures as ar
 from ..expansion import expand
 from . import Exercise, register
-from ._judges import compare_arrays
+from ._judges import as_floats, close, compare_arrays
 
 __all__: list[str] = []
 
 
-def _floats(a: Any, ndim: int) -> np.ndarray | None:
-    """``a`` as a finite float array with ``ndim`` axes, else ``None``."""
-    try:
-        out = np.asarray(a.detach().numpy() if hasattr(a, "detach") else a)
-        out = out.astype(float)
-    except (TypeError, ValueError):
-        return None
-    if out.ndim != ndim or out.size == 0 or not np.all(np.isfinite(out)):
-        return None
-    return out
 
 
-def _close(a: Any, b: np.ndarray) -> bool:
-    """True when the answer ``a`` equals the array ``b`` (same shape)."""
-    a = _floats(a, b.ndim)
-    return a is not None and a.shape == b.shape and np.allclose(a, b)
 
 
 def _offdiagonal(C: np.ndarray) -> np.ndarray:
@@ -60,12 +46,12 @@ def _glu(W: torch.Tensor, x: Any) -> torch.Tensor:
 
 def judge_gated(answer: Any, x: Any) -> str | None:
     """A(x) of the GLU, neuron [a; b; v], against autograd."""
-    x = _floats(x, 1)
+    x = as_floats(x, 1)
     if x is None:
         return "the input x should be a vector of finite numbers."
     k = x.size
     expected = expand(_glu, x, 2 * k + 1).A
-    a = _floats(answer, 2)
+    a = as_floats(answer, 2)
     if a is not None and a.shape == expected.shape:
         gate_rows = np.abs(a[k : 2 * k]).max()
         feature_rows = np.abs(a[:k]).max()
@@ -118,12 +104,12 @@ def _pooled(W: torch.Tensor, X: Any) -> torch.Tensor:
 
 def judge_pooling(answer: Any, X: Any) -> str | None:
     """A(X) of the stride-2, average-pooled erf convolution."""
-    X = _floats(X, 2)
+    X = as_floats(X, 2)
     if X is None or X.shape[0] < 2 or X.shape[1] < 2:
         return "the image X should be a 2-D array of finite numbers."
     expected = expand(_pooled, X, 5).A
     P = (X.shape[0] // 2) * (X.shape[1] // 2)
-    if P > 1 and _close(answer, P * expected):
+    if P > 1 and close(answer, P * expected):
         return (
             "A_pool is what sum pooling would give; this layer averages "
             "over the patches."
@@ -169,7 +155,7 @@ register(
 
 def judge_qk(answer: Any, x: Any, X: Any, c: Any, d_k: Any) -> str | None:
     """A(X) of the query-key-only head (Prop. 3 of the paper), by autograd."""
-    x, X, c = _floats(x, 1), _floats(X, 2), _floats(c, 1)
+    x, X, c = as_floats(x, 1), as_floats(X, 2), as_floats(c, 1)
     if x is None or X is None or c is None:
         return "x and c should be vectors and X a matrix of finite numbers."
     if not (X.shape[0] == x.size == c.size):
@@ -180,7 +166,7 @@ def judge_qk(answer: Any, x: Any, X: Any, c: Any, d_k: Any) -> str | None:
     expected = expand(head, (x, X), head.p).A
     uncentred = X @ X.T / X.shape[1] @ c
     C = np.kron(np.outer(x, uncentred), np.eye(int(d_k))) / np.sqrt(d_k)
-    if _close(answer, _offdiagonal(C)):
+    if close(answer, _offdiagonal(C)):
         return (
             "A_qk_ex uses the second moment of the tokens; the softmax's "
             "Jacobian subtracts the mean token as well."

@@ -20,29 +20,13 @@ from scipy.integrate import quad
 
 from .. import architectures as ar
 from . import Exercise, register
-from ._judges import compare_arrays, compare_number
+from ._judges import as_floats, close, compare_arrays, compare_number
 
 __all__: list[str] = []
 
 
-def _floats(a: Any) -> np.ndarray | None:
-    """``a`` as a finite float array, else ``None``."""
-    try:
-        out = np.asarray(a.detach().numpy() if hasattr(a, "detach") else a)
-        out = out.astype(float)
-    except (TypeError, ValueError):
-        return None
-    return out if np.all(np.isfinite(out)) else None
 
 
-def _close(a: Any, b: np.ndarray, rtol: float = 1e-9) -> bool:
-    """True when the answer ``a`` equals the array ``b`` (same shape)."""
-    a = _floats(a)
-    return (
-        a is not None
-        and a.shape == b.shape
-        and np.allclose(a, b, rtol=rtol, atol=1e-12 * np.abs(b).max())
-    )
 
 
 def _mlp(net: Any, what: str) -> str | None:
@@ -67,7 +51,7 @@ def judge_twin_moments(answer: Any, net: Any, X: Any) -> str | None:
     if hint:
         return hint
     f_net, f_twin = _outputs(net, X)
-    if _close(answer, f_net):
+    if close(answer, f_net):
         return (
             "f_twin_tiny is the network's own output; the twin keeps only "
             "the quadratic term Tr[M A_o(x)] of the expansion."
@@ -117,8 +101,8 @@ def _departure_slope(sigmas: np.ndarray, X: np.ndarray, seed: int) -> float:
 
 def judge_departure(answer: Any, sigmas: Any, X: Any, seed: Any) -> str | None:
     """The measured exponent of the relative departure, within 0.05."""
-    sigmas = _floats(sigmas)
-    X = _floats(X)
+    sigmas = as_floats(sigmas)
+    X = as_floats(X)
     if sigmas is None or sigmas.ndim != 1 or sigmas.size < 2:
         return "sigmas should be at least two initial scales."
     if X is None or X.ndim != 2:
@@ -126,7 +110,7 @@ def judge_departure(answer: Any, sigmas: Any, X: Any, seed: Any) -> str | None:
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
         return "seed should be the integer seed of the exercise's networks."
     expected = _departure_slope(sigmas, X, int(seed))
-    a = _floats(answer)
+    a = as_floats(answer)
     if a is not None and a.size == 1 and abs(float(a) - 4.0) < 0.1:
         return (
             "slope_dep is the exponent of the absolute departure "
@@ -187,13 +171,13 @@ def judge_linear_part(answer: Any, teacher: Any) -> str | None:
         return hint
     expected = _linear_part(teacher)
     nqf_map = teacher.effective_map().detach().numpy()
-    if _close(answer, nqf_map):
+    if close(answer, nqf_map):
         return (
             "T_lin is the teacher's own quadratic-form map, tanh'(0) = 1; "
             "the teacher's preactivations u.x are of order |u|, so average "
             "tanh' over their Gaussian distribution."
         )
-    a = _floats(answer)
+    a = as_floats(answer)
     if a is not None and a.shape == expected.shape:
         err = np.linalg.norm(a - expected) / np.linalg.norm(expected)
         if 1e-6 < err < 0.05:
@@ -245,8 +229,8 @@ def _least_squares_floor(F: torch.Tensor, y: torch.Tensor) -> float:
 
 def judge_patch_floor(answer: Any, images: Any, y: Any) -> str | None:
     """L_floor against least squares on TanhCNN.patch_sum of the images."""
-    imgs = _floats(images)
-    y = _floats(y)
+    imgs = as_floats(images)
+    y = as_floats(y)
     if imgs is None or imgs.ndim != 3 or imgs.shape[1:] != (8, 8):
         return "images should be the (n, 8, 8) training images."
     if y is None or y.shape != (imgs.shape[0],):
@@ -255,7 +239,7 @@ def judge_patch_floor(answer: Any, images: Any, y: Any) -> str | None:
     yt = torch.as_tensor(y)
     cnn = ar.TanhCNN(imgs.shape[1:], KERNEL, channels=1, V=1)
     expected = _least_squares_floor(cnn.patch_sum(x), yt)
-    a = _floats(answer)
+    a = as_floats(answer)
     if a is not None and a.size == 1:
         value = float(a)
         pixels = _least_squares_floor(x.reshape(len(x), -1), yt)

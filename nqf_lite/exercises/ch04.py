@@ -19,7 +19,7 @@ import numpy as np
 from ..form import NQF, moments, ntk_from_moments, random_nqf
 from ..seeding import rng
 from . import Exercise, register
-from ._judges import call_student, compare_arrays
+from ._judges import call_student, close, compare_arrays
 
 #: two widths, so that a formula that drops the width ``d`` cannot pass
 WIDTHS = (7, 40)
@@ -77,20 +77,20 @@ def _judge_step(
         H_eff = H if gamma is None else H + gamma * np.eye(5)
         first = _moment_step(M, mu, v, H_eff, d, LR, second_order=False)
         no_width = _moment_step(M, mu, v, H_eff, d, LR, width=False)
-        if _close(M_s, first[0]):
+        if close(M_s, first[0]):
             return (
                 "M_next is right to first order in the learning rate only: Theorem 2's step is exact, "
                 "not a gradient-flow limit."
             )
-        if _close(mu_s, no_width[1]) or _close(M_s, no_width[0]):
+        if close(mu_s, no_width[1]) or close(M_s, no_width[0]):
             return "the shared shift v is applied to each of the d neurons: check where the width enters."
         if gamma is not None:
-            if _close(mu_s, (mu_1 + LR * gamma * mu)):
+            if close(mu_s, (mu_1 + LR * gamma * mu)):
                 return "mu_next: the decay acts on every neuron, so on their sum mu too."
             decay_first = (
                 _moment_step(M, mu, v, H, d, LR)[0] - 2 * LR * gamma * M
             )
-            if _close(M_s, decay_first):
+            if close(M_s, decay_first):
                 return (
                     "M_next: the decay is part of the gradient, so it enters the second-order terms "
                     "as well."
@@ -103,14 +103,6 @@ def _judge_step(
     return None
 
 
-def _close(a: Any, b: np.ndarray) -> bool:
-    try:
-        a = np.asarray(a, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    return a.shape == b.shape and bool(
-        np.allclose(a, b, rtol=1e-9, atol=1e-12)
-    )
 
 
 def judge_closure(closed_sgd_step: Any) -> str | None:
@@ -144,9 +136,9 @@ def judge_ntk(kernel: Any) -> str | None:
         if hint:
             return hint
         expected = ntk_from_moments(model, M, mu, d)
-        if _close(out, ntk_from_moments(NQF(model.A), M, mu, d)):
+        if close(out, ntk_from_moments(NQF(model.A), M, mu, d)):
             return "your kernel is that of a ZGZ module: g and B move every neuron by the same shift too."
-        if _close(out, ntk_from_moments(model, M, mu, 1)):
+        if close(out, ntk_from_moments(model, M, mu, 1)):
             return "the shared part of the gradient is summed over the d neurons: check where the width enters."
         hint = compare_arrays(out, expected, what="Theta", atol=1e-12)
         if hint:

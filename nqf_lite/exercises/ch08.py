@@ -26,18 +26,12 @@ from ..forecast_corrections import gd_growth_rate, gd_switch_on_time
 from ..seeding import rng
 from ..solvable import common_eigenbasis, glv_coefficients, switch_on_time
 from . import Exercise, register
-from ._judges import call_student, compare_arrays, compare_number
+from ._judges import call_student, close, compare_arrays, compare_number
 
 #: input sizes the structure judges try (a formula tied to one size cannot pass)
 SIZES = (2, 5)
 
 
-def _close(a: Any, b: np.ndarray, rtol: float = 1e-9) -> bool:
-    try:
-        a = np.asarray(a, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    return a.shape == np.shape(b) and bool(np.allclose(a, b, rtol=rtol, atol=1e-12))
 
 
 # ------------------------------------------------------------------ two-factor diagonal network
@@ -51,7 +45,7 @@ def judge_two_factor(two_factor_A: Any) -> str | None:
         if hint:
             return hint
         expected = DiagonalTwoFactor(k=K).structure(x).A
-        if _close(out, np.kron(np.eye(2), np.diag(x)) / 2):
+        if close(out, np.kron(np.eye(2), np.diag(x)) / 2):
             return (
                 "A couples u with u and v with v; but the output u^T Diag(x) v is a product of a u "
                 "and a v: where must the blocks sit?"
@@ -89,7 +83,7 @@ def judge_tied(tied_structure: Any) -> str | None:
         if A_arr is not None and A_arr.shape == s.A.shape and not np.allclose(A_arr, A_arr.T):
             return "A is not symmetric: Tr[M A] with a symmetric M only sees the symmetric part of A."
         uncentred = X @ X.T / N @ c
-        if _close(A, (np.outer(x, uncentred) + np.outer(uncentred, x)) / (2 * np.sqrt(d_k))):
+        if close(A, (np.outer(x, uncentred) + np.outer(uncentred, x)) / (2 * np.sqrt(d_k))):
             return "u comes from the softmax's Jacobian at zero logits: check that you used a covariance."
         hint = compare_arrays(A, s.A, what="A", atol=1e-12) or compare_number(f0, s.f0, what="f0", atol=1e-12)
         if hint:
@@ -130,16 +124,16 @@ def judge_switch_times(switch_times: Any) -> str | None:
         r, c = r[k], c[k]
         eps, width, lr = case["eps"], case["width"], case["lr"]
         expected = gd_switch_on_time(r, c, eps, lr, d=width)
-        if _close(out, switch_on_time(r, c, eps), rtol=1e-4):
+        if close(out, switch_on_time(r, c, eps), rtol=1e-4):
             return (
                 "these are gradient-flow times from z(0) = eps (Eq. 158): the runs take discrete "
                 "steps from a random start."
             )
-        if _close(out, gd_switch_on_time(r, c, eps, lr), rtol=1e-4):
+        if close(out, gd_switch_on_time(r, c, eps, lr), rtol=1e-4):
             return "the discrete steps are in; the start is not: z(0) is random, and t depends on ln z(0)."
-        if _close(out, expected + 0.75 * np.log(2) * lr, rtol=1e-4):
+        if close(out, expected + 0.75 * np.log(2) * lr, rtol=1e-4):
             return "close: the logistic map saturates a little faster than the flow (a fixed number of steps)."
-        if _close(out, np.log(r / (c * eps)) / gd_growth_rate(r, lr), rtol=1e-4):
+        if close(out, np.log(r / (c * eps)) / gd_growth_rate(r, lr), rtol=1e-4):
             return "the growth rate is corrected; the initial abundance and the saturation phase are not."
         hint = compare_arrays(out, expected, what="t", rtol=1e-4)
         if hint:

@@ -25,7 +25,7 @@ from ..design import predict_learning
 from ..forecast_corrections import gd_growth_rate, gd_switch_on_time
 from ..seeding import rng
 from . import Exercise, register
-from ._judges import call_student, compare_arrays
+from ._judges import call_student, close, compare_arrays
 
 #: gates of the order judge, by name (their psi'(0) is passed to the student)
 GATES = ("tanh", "gelu")
@@ -112,11 +112,11 @@ def judge_head_start(head_start: Any) -> str | None:
             return hint
         expected = _head_start(*args)
         ratio = np.log(case["d_large"] / case["d_small"])
-        if _close(out, ratio / (lr * case["r"])):
+        if close(out, ratio / (lr * case["r"]), rtol=1e-3):
             return "this is the gradient-flow head start from d sigma^2: a GD step grows a mode more slowly."
-        if _close(out, ratio / (lr * gd_growth_rate(case["r"], lr))):
+        if close(out, ratio / (lr * gd_growth_rate(case["r"], lr)), rtol=1e-3):
             return "the GD rate is in; the start is not: the two widths start from different geometric means."
-        if _close(out, expected * lr):
+        if close(out, expected * lr, rtol=1e-3):
             return "that is a time t = lr * step; the head start is asked in GD steps."
         hint = compare_arrays(out, expected, what="the head start", rtol=1e-3)
         if hint:
@@ -124,12 +124,6 @@ def judge_head_start(head_start: Any) -> str | None:
     return None
 
 
-def _close(a: Any, b: np.ndarray) -> bool:
-    try:
-        a = np.asarray(a, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-3))
 
 
 register(
