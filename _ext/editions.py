@@ -599,9 +599,11 @@ def edition(book: Book, doc: str, name: str) -> dict:
             if name == "student":
                 out.append(_code(cid, text))
             continue
-        if in_solution is not None or "solution" in tags:
+        if "solution" in tags and in_solution is None:
+            raise EditionError(f"{doc}: solution cell {cid} is outside a {{solution-start}}/{{solution-end}} pair")
+        if in_solution is not None:
             if name == "reader":
-                number = _target(ctx, in_solution, "solution").number if in_solution else "?"
+                number = _target(ctx, in_solution, "solution").number
                 out.append(_code(cid, text, hidden_title=f"Solution to Exercise {number}"))
             continue
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
