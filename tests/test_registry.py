@@ -166,3 +166,34 @@ def test_native_is_permutation_symmetric(name):
     perm = np.roll(np.arange(W.shape[axis]), 1)
     Wp = W[:, perm] if axis == 1 else W[perm]
     np.testing.assert_allclose(_f(model, Wp, x), _f(model, W, x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODELS if not MODELS[n].exact))
+def test_every_expansion_model_leaves_out_a_term_of_its_stated_order(name):
+    """native(εW) minus its quadratic form falls like ε^remainder (Theorem 1), for every model."""
+    import torch
+
+    from nqf_lite.scaling import fit_loglog_slope
+
+    model = MODELS[name]
+    eps = np.logspace(-2.5, -1, 7)
+    slopes = []
+    for seed in (0, 1):
+        W, x = model.sample(np.random.default_rng(seed))
+        s = model.structure(x)
+        C = model.columns(W)
+        M, mu = C @ C.T, C.sum(1)
+        A = np.asarray(s.A, dtype=float)
+        g = np.zeros(A.shape[:-1]) if s.g is None else np.asarray(s.g, dtype=float)
+        B = np.zeros(A.shape) if s.B is None else np.asarray(s.B, dtype=float)
+        g, B = np.broadcast_to(g, A.shape[:-1]), np.broadcast_to(B, A.shape)
+        err = []
+        for e in eps:
+            with torch.no_grad():
+                out = np.asarray(model.native(torch.as_tensor(e * W), x), dtype=float)
+            quad = np.asarray(s.f0) + e * (g @ mu) + e**2 * (
+                np.einsum("...ij,i,j->...", B, mu, mu) + np.einsum("...ij,ij->...", A, M)
+            )
+            err.append(np.max(np.abs(out - quad)))
+        slopes.append(fit_loglog_slope(eps, np.array(err), (eps[0], eps[-1])).slope)
+    assert min(slopes) > model.remainder - 0.15 and max(slopes) < model.remainder + 0.15, slopes

@@ -164,6 +164,7 @@ class TiedQueryKey(TableModel):
     reference = "Table 3, row 14; Ziyin et al. 2026 App. A.2, Props. 3-4 [58, 13]"
     neurons = "rows"
     exact = False
+    remainder = 4  # the head is even in W (logits quadratic in W): the next term is O(ε⁴)
 
     def __init__(self, D: int = 3, d_k: int = 2, c: Any = None, N: int = 4, name: str = "tied_query_key") -> None:
         self.D = integer("D", D, minimum=1)
