@@ -51,7 +51,7 @@ def _serve() -> tuple[http.server.ThreadingHTTPServer, str]:
 
 
 def _print(page, url: str, path: Path) -> None:
-    page.goto(url, wait_until="networkidle")
+    page.goto(url, wait_until="load")
     page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
     page.evaluate("() => MathJax.startup.promise")
     page.wait_for_function("() => Array.from(document.images).every(i => i.complete)")

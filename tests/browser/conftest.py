@@ -16,14 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _support import TIMEOUT_MS
 
 #: The book's source folder; NQF_BOOK_ROOT points the check at another built book.
 ROOT = Path(os.environ.get("NQF_BOOK_ROOT") or Path(__file__).resolve().parents[2]).resolve()
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
-#: how long a page may take to load and settle: two browsers share two cores in the test command
-TIMEOUT_MS = 120_000
+
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

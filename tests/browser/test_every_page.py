@@ -34,6 +34,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _support import TIMEOUT_MS, settle
 
 ROOT = Path(os.environ.get("NQF_BOOK_ROOT") or Path(__file__).resolve().parents[2]).resolve()
 HTML = ROOT / "_build" / "html"
@@ -41,8 +42,6 @@ HTML = ROOT / "_build" / "html"
 pytestmark = pytest.mark.browser
 
 VIEWPORT = {"width": 1280, "height": 900}
-#: how long a page may take to load and settle (as conftest.TIMEOUT_MS): two browsers share two cores
-TIMEOUT_MS = 120_000
 #: TeX that should have been typeset: $...$ pairs, \( \[, and common control words
 RAW_TEX = re.compile(
     r"(?<![\\$\w])\$(?=\S)[^$\n]{1,200}?(?<=\S)\$(?!\w)"
@@ -202,7 +201,7 @@ def survey(browser, site_url) -> dict[str, dict]:
                       or route.request.url.startswith(("data:", "blob:")) else route.abort())
             tab.set_default_timeout(TIMEOUT_MS)
             tab.goto(f"{site_url}/{doc}.html", wait_until="load")
-            tab.wait_for_load_state("networkidle")
+            settle(tab)
             if tab.locator(".math").count() or tab.locator("mjx-container").count():
                 tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
                 tab.evaluate("() => MathJax.startup.promise.then(() => true)")

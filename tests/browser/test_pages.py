@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _support import settle
 
 ROOT = Path(os.environ.get("NQF_BOOK_ROOT") or Path(__file__).resolve().parents[2]).resolve()
 
@@ -56,7 +57,7 @@ EXPLORERS = [d for d in CHAPTERS if "slider_explorer(" in (ROOT / f"{d}.ipynb").
 def _open(page, site_url: str, doc: str, screenshots: Path):
     response = page.goto(f"{site_url}/{doc}.html", wait_until="load")
     assert response is not None and response.status == 200, f"{doc}.html: HTTP {response and response.status}"
-    page.wait_for_load_state("networkidle")
+    settle(page)
     return response
 
 

@@ -10,8 +10,9 @@ at full size (text at 100 %). Run after building the book: ``pytest tests/browse
 from __future__ import annotations
 
 import pytest
+from _support import TIMEOUT_MS, settle
 
-from test_every_page import HTML, TIMEOUT_MS, _report, built_pages
+from test_every_page import HTML, _report, built_pages
 
 pytestmark = pytest.mark.browser
 
@@ -65,7 +66,7 @@ def phone_survey(browser, site_url) -> dict[str, dict]:
                       or route.request.url.startswith(("data:", "blob:")) else route.abort())
             tab.set_default_timeout(TIMEOUT_MS)
             tab.goto(f"{site_url}/{doc}.html", wait_until="load")
-            tab.wait_for_load_state("networkidle")
+            settle(tab)
             if tab.locator(".math").count():
                 tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
                 tab.evaluate("() => MathJax.startup.promise.then(() => true)")
@@ -99,7 +100,9 @@ def test_a_tap_shows_a_figure_at_full_size(browser, site_url):
         chapters = [d for d in built_pages() if d.startswith("notebooks/")]
         assert chapters, "no chapter pages built"
         for doc in chapters:
-            tab.goto(f"{site_url}/{doc}.html", wait_until="networkidle")
+            tab.goto(f"{site_url}/{doc}.html", wait_until="load")
+            settle(tab)
+            tab.wait_for_function("() => Array.from(document.images).every(img => img.complete)")
             img = tab.locator("main figure img").first
             img.scroll_into_view_if_needed()
             shown = img.evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
