@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from paper_boxes import parse_title  # noqa: E402  (the box titles: one rule for page and notebook)
+import book_meta  # noqa: E402  (the book's version and its release date)
 
 EDITIONS = ("reader", "student")
 EDITIONS_DIR = "editions"
@@ -109,6 +110,7 @@ class Book:
     headings: dict[str, list[str | None]] = field(default_factory=dict)  # doc -> numbers, in order
     citations: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (authors, year)
     repository: str = ""
+    root: Path = ROOT
 
     def page(self, doc: str) -> Page:
         return next(p for p in self.pages if p.doc == doc)
@@ -179,6 +181,7 @@ def load_book(root: Path = ROOT) -> Book:
     """Index every label of the book: sections, figures, equations, exercises, boxes."""
     book = Book(_toc_pages(root), citations=_citations(root))
     book.repository = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
+    book.root = root
     # Sphinx counts per chapter, and across all unnumbered pages together (their prefix is empty)
     chapter_counters: dict[str, dict[str, int]] = {}
     top_sections: dict[str, int] = {}  # doc -> number of its level-2 headings
@@ -542,8 +545,10 @@ def _intro(ctx: Context) -> str:
         else "This is the **reader edition**: the same text, code and checks as the page, in plain "
         "notebook form. Solutions are folded: click *Solution* to open one."
     )
+    release = book_meta.edition(ctx.book.root)
     return (
-        f"*{number}Neural Quadratic Forms: an executable book* ({ctx.book.repository}). {what}\n\n"
+        f"*{number}Neural Quadratic Forms: an executable book*, version {release.version} "
+        f"({release.released}; {ctx.book.repository}). {what}\n\n"
         "Run the cells from the top (in Colab: *Runtime → Run all*); the first one installs "
         "`nqf_lite` if it is missing. Numbers the text quotes read ⟨name⟩: each is printed under "
         "the cell that computes it. Every claim the text makes is checked by the code, for any "
@@ -556,7 +561,11 @@ def _setup_cell(ctx: Context, install_source: str) -> dict:
     spec = "{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in ctx.glued.items()) + "}"
     text = install_source.rstrip("\n")
     text = text.replace('"nqf_lite @ git+', '"nqf_lite[book] @ git+')
-    text += "\n\n# Numbers the text quotes, with the format the page prints them in\n"
+    release = book_meta.edition(ctx.book.root)
+    text += "\n\n# Which edition this is; nqf_lite.about.report() prints a problem report\n"
+    text += "from nqf_lite.about import edition\n\n"
+    text += f"edition({ctx.page.doc.rsplit('/', 1)[-1]!r}, {release.version!r})\n"
+    text += "\n# Numbers the text quotes, with the format the page prints them in\n"
     text += "from nqf_lite.claims import show_numbers\n\n"
     text += f"show_numbers({spec})\n"
     return _code("edition-setup", text, hidden_title="Set-up: run this cell first")
@@ -634,7 +643,8 @@ def edition(book: Book, doc: str, name: str) -> dict:
                                                                      "language": "python"}),
             "language_info": {"name": "python"},
             "colab": {"provenance": [], "toc_visible": True},
-            "nqf_edition": {"edition": name, "source": f"{doc}.ipynb"},
+            "nqf_edition": {"edition": name, "source": f"{doc}.ipynb",
+                            "version": book_meta.edition(book.root).version},
         },
         "nbformat": 4,
         "nbformat_minor": 5,

@@ -9,7 +9,12 @@ working directory and without any of the build's variables:
    this repository, in place of the GitHub address the edition carries);
 2. every cell runs from the top, then every cell runs again in the same kernel (a reader re-running
    cells); no cell may raise;
-3. the packages the reader had (torch, ipywidgets, numpy, matplotlib) are unchanged afterwards.
+3. what the reader sees works with the reader's IPython and ipywidgets (Colab: IPython 7.34,
+   ipywidgets 7.7.1): the first cell prints which edition this is, the numbers the text quotes are
+   printed under their cells (an IPython post-run-cell hook), and an explorer shows its widget;
+4. no package the reader had is added, removed or changed (the whole environment is compared,
+   nqf_lite aside), and the versions of torch, ipywidgets, numpy, matplotlib, scipy and IPython
+   are printed before and after.
 
 Prints one line per notebook and exits 1 if any failed.
 """
@@ -36,6 +41,26 @@ KEPT = ("torch", "ipywidgets", "numpy", "matplotlib", "scipy", "ipython")
 INSTALL_URL = re.compile(r"git\+https://[^\s\"']+")
 #: variables of the build and the tests that a reader does not have
 BUILD_VARIABLES = ("NQF_CLAIMS_DIR", "PYTHONPATH", "IPYTHONDIR", "NQF_BOOK_ROOT", "PYTHONHASHSEED")
+
+
+def environment() -> dict[str, str]:
+    """Every installed distribution and its version, nqf_lite aside."""
+    out = {d.metadata["Name"].lower().replace("_", "-"): d.version for d in md.distributions()}
+    out.pop("nqf-lite", None)
+    return out
+
+
+def seen_by_reader(nb: nbformat.NotebookNode, outputs: str) -> str | None:
+    """What the reader must see in the first run's outputs, or None when all of it is there."""
+    if "Neural Quadratic Forms" not in outputs or "nqf_lite.about.report()" not in outputs:
+        return "the first cell did not print which edition this is"
+    setup = nb.cells[0].source
+    if "show_numbers({\n    '" in setup and "Numbers quoted in the text" not in outputs:
+        return "no number the text quotes was printed (the post-run-cell hook did not run)"
+    if any("slider_explorer" in c.source for c in nb.cells if c.cell_type == "code"):
+        if "application/vnd.jupyter.widget-view+json" not in outputs:
+            return "an explorer showed no widget"
+    return None
 
 
 def versions() -> dict[str, str | None]:
@@ -79,6 +104,9 @@ def run_twice(path: Path, repo: str, timeout: int, save: Path | None = None) -> 
         nbformat.write(nb, save / path.name)
     if "image/png" not in first_outputs:
         return path.name, time.perf_counter() - t0, "no figure was drawn"
+    missing = seen_by_reader(nb, first_outputs)
+    if missing is not None:
+        return path.name, time.perf_counter() - t0, missing
     return path.name, time.perf_counter() - t0, None
 
 
@@ -95,8 +123,8 @@ def main() -> int:
     os.environ.setdefault("NQF_EXERCISES_STRICT", "1")  # the reader editions hold the solutions
     # a reader starts without nqf_lite: the edition's set-up cell must install it (again, here)
     subprocess.run([sys.executable, "-m", "pip", "uninstall", "--quiet", "--yes", "nqf_lite"], check=False)
-    before = versions()
-    print(f"[reader] before: {before}", flush=True)
+    before, whole_before = versions(), environment()
+    print(f"[reader] before: {before} ({len(whole_before)} packages)", flush=True)
     # the first notebook's set-up cell installs nqf_lite, once, before the others run beside it
     first, rest = args.notebooks[0], args.notebooks[1:]
     results = [run_twice(first, args.repo, args.timeout, args.save)]
@@ -105,8 +133,17 @@ def main() -> int:
         for name, seconds, error in pool.map(lambda p: run_twice(p, args.repo, args.timeout, args.save), rest):
             results.append((name, seconds, error))
             print(f"[reader] {name}: {seconds:.0f} s {'ok' if error is None else 'FAILED'}", flush=True)
-    after = versions()
-    print(f"[reader] after:  {after}", flush=True)
+    after, whole_after = versions(), environment()
+    print(f"[reader] after:  {after} ({len(whole_after)} packages)", flush=True)
+    changed = {
+        name: (whole_before.get(name), whole_after.get(name))
+        for name in sorted(set(whole_before) | set(whole_after))
+        if whole_before.get(name) != whole_after.get(name)
+    }
+    if changed:
+        print(f"[reader] installing nqf_lite changed the reader's packages (before, after): {changed}",
+              file=sys.stderr)
+        return 1
     failed = [(n, e) for n, _, e in results if e is not None]
     for name, error in failed:
         print(f"[reader] {name} FAILED: {error}", file=sys.stderr)

@@ -7,7 +7,9 @@ book's machinery; ``tests/test_book_structure.py`` checks that they agree, and
 this script rewrites all of them at once:
 
 - ``repository.url`` in ``_config.yml``;
-- every occurrence of the old address in ``README.md``, ``book/*.md`` and
+- every occurrence of the old address (and of its published book,
+  ``https://OWNER.github.io/REPO``) in ``README.md``, ``CITATION.cff``,
+  ``nqf_lite/about.py``, ``book/*.md`` and
   ``notebooks/*.ipynb`` and ``editions/*/*.ipynb`` (the reader and student notebooks, which
   repeat the install cell), and the README's ``cd <old-name>`` after ``git clone``.
 
@@ -48,6 +50,12 @@ def check_url(url: str) -> str:
     return clean
 
 
+def published(url: str) -> str:
+    """The published book's address for a repository address (GitHub Pages)."""
+    owner, repo = url.rstrip("/").split("/")[-2:]
+    return f"https://{owner}.github.io/{repo}"
+
+
 def _replace(text: str, old: str, new: str) -> str:
     # the old address, not followed by more of a path or name (so a longer address is left alone)
     return re.sub(re.escape(old) + r"(?![A-Za-z0-9_-]|\.[A-Za-z0-9])", new, text)
@@ -55,7 +63,8 @@ def _replace(text: str, old: str, new: str) -> str:
 
 def targets(root: Path) -> list[Path]:
     """Files that repeat the address: README, prose pages and chapters."""
-    files = [root / "README.md", *sorted((root / "book").glob("*.md")), *sorted((root / "notebooks").glob("*.ipynb")),
+    files = [root / "README.md", root / "CITATION.cff", root / "nqf_lite" / "about.py",
+             *sorted((root / "book").glob("*.md")), *sorted((root / "notebooks").glob("*.ipynb")),
              *sorted((root / "editions").glob("*/*.ipynb"))]
     return [f for f in files if f.is_file()]
 
@@ -76,7 +85,7 @@ def set_repository_url(root: Path, new: str) -> list[Path]:
     old_name, new_name = old.rsplit("/", 1)[1], new.rsplit("/", 1)[1]
     for path in targets(root):
         text = path.read_text(encoding="utf-8")
-        updated = _replace(text, old, new)
+        updated = _replace(_replace(text, old, new), published(old), published(new))
         if path.name == "README.md":
             updated = re.sub(rf"(git clone \S+ && cd ){re.escape(old_name)}\b", rf"\g<1>{new_name}", updated)
         if updated != text:
