@@ -20,6 +20,14 @@ Modules, one per idea of the paper, each importing only the ones above it:
   :mod:`nqf_lite.widgets` -- the book's ledger, seeds, figure style and explorers.
 """
 
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _version
+
+try:
+    __version__ = _version("nqf_lite")  # pyproject.toml is the one source
+except _NotInstalled:  # imported from a source tree that is not installed
+    __version__ = "unknown"
+
 from .compression import compress, compression_residual, data_subspace, k_V
 from .design import LearningForecast, predict_learning
 from .expansion import (
@@ -69,4 +77,3 @@ __all__ = [
     "switch_on_time",
 ]
 
-__version__ = "0.1.0"

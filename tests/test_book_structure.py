@@ -97,8 +97,10 @@ def _load_script():
 
 
 def test_set_repository_url_rewrites_every_copy(tmp_path):
-    for name in ("_config.yml", "README.md"):
+    for name in ("_config.yml", "README.md", "CITATION.cff"):
         shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "nqf_lite").mkdir()
+    shutil.copy(ROOT / "nqf_lite" / "about.py", tmp_path / "nqf_lite" / "about.py")
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     old = repository_url()
     new = "https://github.com/someone-else/the-nqf-book"
@@ -108,6 +110,11 @@ def test_set_repository_url_rewrites_every_copy(tmp_path):
     assert config["repository"]["url"] == new
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert old not in readme and f"git+{new}" in readme and "cd the-nqf-book" in readme
+    cff = yaml.safe_load((tmp_path / "CITATION.cff").read_text(encoding="utf-8"))
+    assert cff["repository-code"] == new
+    assert cff["url"].rstrip("/") == "https://someone-else.github.io/the-nqf-book"
+    about = (tmp_path / "nqf_lite" / "about.py").read_text(encoding="utf-8")
+    assert f'REPOSITORY = "{new}"' in about and old not in about
     for nb in sorted((tmp_path / "notebooks").glob("*.ipynb")):
         first = json.loads(nb.read_text(encoding="utf-8"))["cells"][0]
         assert INSTALL_URL.findall(source(first)) == [new], nb.name
