@@ -40,6 +40,7 @@ from ._checks import as_array, positive, width
 from .solvable import switch_on_time_exact
 
 __all__ = [
+    "SATURATION_LEAD_STEPS",
     "gd_growth_rate",
     "log_chi2_mean",
     "log_chi2_sd",
