@@ -21,6 +21,7 @@ import html
 import json
 import math
 import os
+import urllib.parse
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ FIELDS = tuple(f.name for f in dataclasses.fields(Claim) if f.default is datacla
 #: ensemble size, the seed-to-seed standard deviation, and the fraction of the
 #: tolerance the measurement uses at the default seed.
 OPTIONAL_FIELDS = tuple(f.name for f in dataclasses.fields(Claim) if f.name not in FIELDS and f.name != "extra")
-HEADERS = ("Claim (key)", "Paper", "Prediction", "Measured (seeds)", "Criterion", "Margin", "Result")
+HEADERS = ("Claim (key)", "Source", "Prediction", "Measured (seeds)", "Criterion", "Margin", "Result")
 WIDTHS = (36, 11, 11, 14, 16, 8, 7)
 #: A claim using more than this fraction of its tolerance is flagged as tight.
 TIGHT = 0.8
@@ -116,9 +117,71 @@ def record_type_errors(rec: dict[str, Any]) -> list[str]:
     return out
 
 
+def kind_of(record: dict[str, Any]) -> str:
+    """``"prediction"``, ``"identity"`` or ``"code"`` (records without the field are predictions)."""
+    return record.get("kind", "prediction")
+
+
 def is_code_check(record: dict[str, Any]) -> bool:
     """A check of the code (true by construction), as opposed to a prediction of the theory."""
-    return record.get("kind", "prediction") == "code"
+    return kind_of(record) == "code"
+
+
+def is_identity(record: dict[str, Any]) -> bool:
+    """An exact identity of the theory checked by an independent route (to round-off)."""
+    return kind_of(record) == "identity"
+
+
+#: the words a claim's ``source`` uses for a result this book derives beyond the paper
+BOOK_SOURCE = "this book"
+
+
+def is_book_result(record: dict[str, Any]) -> bool:
+    """True when the claim's source names a result of this book, not of the paper."""
+    return BOOK_SOURCE in str(record.get("source", "")).lower()
+
+
+#: the label a report opens its issue with
+REPORT_LABEL = "claim"
+
+
+def report_url(record: dict[str, Any], repository_url: str) -> str:
+    """A link to a new issue of the book's repository, prefilled to report one claim.
+
+    The title names the claim; the body holds what a maintainer needs to reproduce it: the
+    chapter and key, the statement, the measured value, the criterion (the tolerance), the
+    number of seeds and the base seed ``NQF_SEED`` of the build that measured it.
+
+    Parameters
+    ----------
+    record : dict
+        A claim record (the fields of :class:`nqf_lite.claims.Claim`).
+    repository_url : str
+        The repository's address, ``https://github.com/<owner>/<name>`` (``_config.yml``).
+
+    Returns
+    -------
+    str
+        ``<repository_url>/issues/new?title=...&body=...&labels=claim``, URL-encoded.
+    """
+    seed = record.get("seed")
+    body = "\n".join([
+        f"Claim `{record['key']}` of chapter `{record['chapter']}`: {record['statement']}",
+        "",
+        f"- measured: {_fmt(record['measured'])}",
+        f"- prediction: {record['prediction']}",
+        f"- criterion (tolerance): {record['criterion']}",
+        f"- seeds: {record.get('n_seeds', 1)}; base seed NQF_SEED = {'unknown' if seed is None else seed}",
+        f"- source: {record['source']}",
+        "",
+        "What looks wrong:",
+        "",
+    ])
+    query = urllib.parse.urlencode(
+        {"title": f"Claim {record['key']} ({record['chapter']})", "body": body, "labels": REPORT_LABEL},
+        quote_via=urllib.parse.quote,
+    )
+    return f"{repository_url.rstrip('/')}/issues/new?{query}"
 
 
 def ledger_problems(records: list[dict[str, Any]]) -> list[str]:
@@ -137,19 +200,29 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def summary_text(records: list[dict[str, Any]], threshold: float = TIGHT) -> str:
-    """One sentence: how many predictions and code checks, from how many chapters, how many pass and are tight.
+def _kinds_text(records: list[dict[str, Any]], theory: str) -> str:
+    """``"12 predictions<theory>, 3 identities and 2 checks of the code"`` (absent kinds left out)."""
+    code = sum(is_code_check(r) for r in records)
+    ident = sum(is_identity(r) for r in records)
+    parts = [f"{_count(len(records) - code - ident, 'prediction')}{theory}"]
+    if ident:
+        parts.append(f"{ident} identit{'y' if ident == 1 else 'ies'}")
+    if code:
+        parts.append(f"{_count(code, 'check')} of the code")
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
-    Predictions of the theory and checks of the code (``kind == "code"``) are counted apart, so
-    the number of predictions is honest.  A claim is tight when it uses more than ``threshold``
-    of its tolerance (:func:`is_tight`); records without a margin never count as tight.
+
+def summary_text(records: list[dict[str, Any]], threshold: float = TIGHT) -> str:
+    """One sentence: how many predictions, identities and code checks, from how many chapters, how many pass and are tight.
+
+    Predictions of the theory, exact identities (``kind == "identity"``) and checks of the code
+    (``kind == "code"``) are counted apart, so the number of predictions is honest.  A claim is
+    tight when it uses more than ``threshold`` of its tolerance (:func:`is_tight`); records
+    without a margin never count as tight.
     """
     chapters = len({r["chapter"] for r in records})
     failed = sum(r["passed"] is not True for r in records)
-    code = sum(is_code_check(r) for r in records)
-    head = f"{_count(len(records) - code, 'prediction')} of the theory"
-    if code:
-        head += f" and {_count(code, 'check')} of the code"
+    head = _kinds_text(records, " of the theory")
     head += f" checked in {_count(chapters, 'chapter')}: "
     text = head + (f"{failed} FAIL." if failed else "all pass.")
     tight = sum(is_tight(r, threshold) for r in records if r["passed"] is True)
@@ -222,6 +295,7 @@ def ledger_table(
     records: Iterable[dict[str, Any]],
     chapter_link: Callable[[str], tuple[str, str] | None],
     chapter_rows: bool = True,
+    report: Callable[[dict[str, Any]], str] | None = None,
 ) -> nodes.table:
     """Build the ledger as a docutils table (a pure function of its inputs).
 
@@ -243,6 +317,9 @@ def ledger_table(
     chapter_rows : bool, default True
         Head each chapter's claims with a chapter row (off when the table
         sits under its chapter's own heading, as in :func:`ledger_sections`).
+    report : callable, optional
+        ``report(record) -> url``: under the key, a "report" link to that
+        address (a prefilled new issue, :func:`report_url`).
 
     Returns
     -------
@@ -287,8 +364,16 @@ def ledger_table(
         )
         claim = _cell(str(r["statement"]))
         claim += nodes.paragraph("", "", nodes.literal(text=r["key"]), classes=["claim-key"])
+        if report is not None:
+            claim += nodes.paragraph(
+                "", "", nodes.reference("", "report", refuri=report(r), internal=False),
+                classes=["claim-report"],
+            )
         row += claim
-        row += _cell(str(r["source"]))
+        source = _cell(str(r["source"]))
+        if is_book_result(r):
+            source["classes"].append("claim-book-result")
+        row += source
         row += _cell(str(r["prediction"]))
         measured = _cell(_fmt(r["measured"]))
         seeds = seeds_text(r)
@@ -305,24 +390,53 @@ def ledger_table(
 
 
 def chapter_summary(records: list[dict[str, Any]]) -> str:
-    """``"17 predictions, 2 checks of the code: all pass"`` for one chapter's records."""
-    code = sum(is_code_check(r) for r in records)
-    text = _count(len(records) - code, "prediction")
-    if code:
-        text += f", {_count(code, 'check')} of the code"
+    """``"17 predictions, 3 identities and 2 checks of the code: all pass"`` for one chapter's records."""
+    text = _kinds_text(records, "")
     failed = sum(r["passed"] is not True for r in records)
     return text + (f": {failed} FAIL" if failed else ": all pass")
+
+
+def book_results(
+    records: list[dict[str, Any]],
+    chapter_link: Callable[[str], tuple[str, str] | None],
+) -> list[nodes.Node]:
+    """The claims on results this book derives beyond the paper, as a folded list of links.
+
+    Every record whose ``source`` names "this book" (:func:`is_book_result`) is listed with its
+    chapter, its statement and its source, linked to its row of the ledger; an empty list when
+    there is none.
+    """
+    mine = [r for r in records if is_book_result(r)]
+    if not mine:
+        return []
+    items = []
+    for r in mine:
+        link = chapter_link(r["chapter"])
+        title = html.escape(link[0] if link else r["chapter"])
+        anchor = nodes.make_id(f"claim-{r['chapter']}-{r['key']}")
+        items.append(
+            f'<li><a href="#{anchor}"><code>{html.escape(r["key"])}</code></a> ({title}): '
+            f'{html.escape(str(r["statement"]))} <em>Source: {html.escape(str(r["source"]))}</em></li>'
+        )
+    return [nodes.raw(
+        "",
+        '<details class="claims-book-results">'
+        f"<summary>Source: this book — {_count(len(mine), 'claim')} on results the book derives "
+        "beyond the paper</summary><ul>" + "".join(items) + "</ul></details>",
+        format="html",
+    )]
 
 
 def ledger_sections(
     records: list[dict[str, Any]],
     chapter_link: Callable[[str], tuple[str, str] | None],
+    report: Callable[[dict[str, Any]], str] | None = None,
 ) -> list[nodes.Node]:
     """The ledger grouped by chapter, each chapter folded (an HTML ``<details>``).
 
     A chapter's fold is headed by its title (linked) and its counts; inside, the table of its
-    predictions, then, apart, the table of its checks of the code.  A chapter with a failed claim
-    is shown open.
+    predictions, then, apart, the table of its identities and the table of its checks of the
+    code.  A chapter with a failed claim is shown open.  ``report`` as in :func:`ledger_table`.
     """
     out: list[nodes.Node] = []
     chapters: dict[str, list[dict[str, Any]]] = {}
@@ -339,13 +453,20 @@ def ledger_sections(
             f"<summary>{head} — {html.escape(chapter_summary(recs))}</summary>",
             format="html",
         ))
-        predictions = [r for r in recs if not is_code_check(r)]
+        predictions = [r for r in recs if kind_of(r) == "prediction"]
+        identities = [r for r in recs if is_identity(r)]
         code = [r for r in recs if is_code_check(r)]
         if predictions:
-            out.append(ledger_table(predictions, chapter_link, chapter_rows=False))
+            out.append(ledger_table(predictions, chapter_link, chapter_rows=False, report=report))
+        if identities:
+            out.append(nodes.paragraph(
+                text="Identities (exact, checked by an independent route to round-off):",
+                classes=["claims-identity"],
+            ))
+            out.append(ledger_table(identities, chapter_link, chapter_rows=False, report=report))
         if code:
             out.append(nodes.paragraph(text="Checks of the code (true by construction):", classes=["claims-code"]))
-            out.append(ledger_table(code, chapter_link, chapter_rows=False))
+            out.append(ledger_table(code, chapter_link, chapter_rows=False, report=report))
         out.append(nodes.raw("", "</details>", format="html"))
     return out
 
@@ -405,11 +526,31 @@ def _resolve(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         title = app.env.titles[doc].astext() if doc in app.env.titles else chapter
         return title, app.builder.get_relative_uri(docname, doc)
 
-    sections = ledger_sections(records, chapter_link)
+    repository = _repository_url(app)
+    report = None if repository is None else functools.partial(_report_of, repository)
+    sections = book_results(records, chapter_link) + ledger_sections(records, chapter_link, report)
     summary = nodes.paragraph(classes=["claims-ledger-summary"])
     summary += nodes.strong(text=summary_text(records))
     for node in placeholders:
         node.replace_self([summary.deepcopy()] + [s.deepcopy() for s in sections])
+
+
+def _report_of(repository: str, record: dict[str, Any]) -> str:
+    return report_url(record, repository)
+
+
+def _repository_url(app: Sphinx) -> str | None:
+    """The book's repository address: the theme's ``repository_url``, else ``_config.yml``."""
+    url = (getattr(app.config, "html_theme_options", None) or {}).get("repository_url")
+    if url:
+        return str(url)
+    config = Path(app.srcdir) / "_config.yml"
+    if config.is_file():
+        import yaml
+
+        data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        url = (data.get("repository") or {}).get("url")
+    return str(url) if url else None
 
 
 def _always_reread(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:

@@ -7,15 +7,21 @@ glues the measured value for the prose (``{glue:text}`key`:.3g``), and, when the
 environment variable ``NQF_CLAIMS_DIR`` names a folder, appends a JSON record
 that the book's ledger page collects at build time.
 
-Two kinds of claim are told apart: a *prediction* of the theory (the default),
-and a check of the *code* (bookkeeping, or an identity true by construction,
-such as "the data commute" for data built to commute); the ledger counts them
-separately, so its count of predictions is honest.
+Three kinds of claim are told apart: a *prediction* of the theory (the
+default: a measured number the theory predicts, with a tolerance set by
+seeds, model error or round-off), an *identity* (an exact equality of the
+theory, such as a closed-form structure matrix against autograd, checked by an
+independent route to round-off), and a check of the *code* (bookkeeping, or a
+property true by construction, such as "the data commute" for data built to
+commute).  The ledger counts them separately, so its count of predictions is
+honest.
 
 Cells can be re-run.  Checking a key again in a later cell execution replaces
 the earlier record (a student re-running a cell).  Within one execution of a
-cell, and anywhere in the book build (``NQF_CLAIMS_DIR`` set, where every cell
-runs once), a key used twice is an error.
+cell, in plain Python (no cells: the whole script is one execution, whether or
+not an IPython shell was started on the way), and anywhere in the book build
+(``NQF_CLAIMS_DIR`` set, where every cell runs once), a key used twice is an
+error.
 
 A notebook read outside the book (the reader editions a launch button opens)
 cannot show glued numbers in its text; :func:`show_numbers` makes every glued
@@ -37,8 +43,9 @@ import numpy as np
 __all__ = ["Claim", "ClaimFailed", "Claims", "CLAIMS_DIR_ENV", "KINDS", "glue", "show_numbers"]
 
 CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
-#: what a claim is: a prediction of the theory, or a check of the code (true by construction)
-KINDS = ("prediction", "code")
+#: what a claim is: a prediction of the theory, an exact identity checked by an
+#: independent route, or a check of the code (true by construction)
+KINDS = ("prediction", "identity", "code")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
 
 
@@ -62,6 +69,7 @@ class Claim:
     spread: float | None = None
     margin: float | None = None
     kind: str = "prediction"
+    seed: int | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -163,10 +171,26 @@ def _finite_bound(name: str, value: object) -> float:
     return b
 
 
-def _execution() -> object:
-    """An id of the cell execution running now: IPython's execution count (None outside IPython)."""
+#: cells that have finished running since the first claim was checked
+_CELLS_RUN = [0]
+
+
+def _count_cell(*_: object) -> None:
+    _CELLS_RUN[0] += 1
+
+
+def _execution() -> int:
+    """An id of the cell execution running now: the cells finished since a shell was first seen.
+
+    It counts IPython's ``post_run_cell`` events itself, rather than reading the shell's
+    execution count, so that it changes only when a cell ends.  In plain Python no cell ever
+    ends, so the id stays the same, also when an import (myst-nb) starts an IPython shell
+    between two checks: a key checked twice is then a duplicate, as it is without IPython.
+    """
     ip = _ipython()
-    return None if ip is None else ip.execution_count
+    if ip is not None and _count_cell not in ip.events.callbacks["post_run_cell"]:
+        ip.events.register("post_run_cell", _count_cell)
+    return _CELLS_RUN[0]
 
 
 def _n_seeds(value: object) -> int:
@@ -267,11 +291,14 @@ class Claims:
         spread : float, optional
             The measured seed-to-seed spread (standard deviation over the
             ensemble) behind ``measured``; shown in the ledger.
-        kind : {"prediction", "code"}
-            ``"prediction"``: the theory predicts the value.  ``"code"``: a
-            check of the code or of the set-up, true by construction (a row
-            count, a flag, data built to commute do commute); the ledger lists
-            these apart from the predictions.
+        kind : {"prediction", "identity", "code"}
+            ``"prediction"``: the theory predicts a measured value (dynamics,
+            ensembles, rates, orders of convergence).  ``"identity"``: an
+            exact equality of the theory (a closed form, an algebraic
+            identity) checked by an independent route, to round-off.
+            ``"code"``: a check of the code or of the set-up, true by
+            construction (a row count, a flag, data built to commute do
+            commute).  The ledger lists the three kinds apart.
 
         Returns
         -------
@@ -328,8 +355,11 @@ class Claims:
         if sp is not None and not (math.isfinite(sp) and sp >= 0):
             raise ValueError(f"spread must be finite and >= 0, got {spread!r}")
         margin = _margin(m, expected, atol, rtol, at_most, at_least)
+        from .seeding import base_seed  # the seed a reader needs to reproduce the claim
+
         claim = Claim(
-            self.chapter, key, statement, source, pred, m, criterion, passed, n, sp, margin, kind
+            self.chapter, key, statement, source, pred, m, criterion, passed, n, sp, margin, kind,
+            base_seed(),
         )
         self.records.append(claim)
         self._executions[key] = _execution()
@@ -350,6 +380,7 @@ class Claims:
         there, so a repeat is a duplicate key, not a re-run).
         """
         if key not in self._executions:
+            _execution()  # watch the shell (if any) from the first check on
             return
         if os.environ.get(CLAIMS_DIR_ENV) or self._executions[key] == _execution():
             raise ValueError(f"claim key {key!r} is used twice in chapter {self.chapter!r}")
@@ -369,13 +400,16 @@ class Claims:
         failed = [c.key for c in self.records if not c.passed]
         if failed:
             raise ClaimFailed(f"chapter {self.chapter!r}: claims failed: {', '.join(failed)}")
-        ens = sum(c.n_seeds > 1 for c in self.records)
+        ens = sum(c.n_seeds > 1 for c in self.records if c.kind == "prediction")
         code = sum(c.kind == "code" for c in self.records)
-        n = len(self.records) - code
+        ident = sum(c.kind == "identity" for c in self.records)
+        n = len(self.records) - code - ident
         text = (
             f"{n} prediction{'s' if n != 1 else ''} checked, all pass "
             f"({ens} on ensembles of seeds)"
         )
+        if ident:
+            text += f", {ident} identit{'ies' if ident != 1 else 'y'} checked by an independent route"
         if code:
             text += f", and {code} check{'s' if code != 1 else ''} of the code"
         return text + "; every claim is listed in the claims ledger."

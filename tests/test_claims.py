@@ -80,7 +80,8 @@ def test_claimfailed_is_an_assertion_error():
     assert issubclass(ClaimFailed, AssertionError)
 
 
-def test_jsonl_written_when_env_set(claims_dir):
+def test_jsonl_written_when_env_set(claims_dir, monkeypatch):
+    monkeypatch.setenv("NQF_SEED", "3")
     c = Claims("03_z")
     c.check("a", "first", 2.0, expected=2.0, atol=1e-12, source="Thm 1, Eq. 2")
     c.check("b", "second", 0.1, at_most=0.2, prediction="small")
@@ -99,6 +100,7 @@ def test_jsonl_written_when_env_set(claims_dir):
         "spread": None,
         "margin": 0.0,
         "kind": "prediction",
+        "seed": 3,
         "extra": {},
     }
     assert recs[1]["prediction"] == "small"
@@ -218,6 +220,58 @@ def test_rerun_in_the_book_build_is_a_duplicate(shell, claims_dir):
     shell.run_cell()
     with pytest.raises(ValueError, match="twice"):
         c.check("k", "s", 1.0, at_most=2.0)
+
+
+def test_a_shell_started_between_two_checks_does_not_hide_a_duplicate(monkeypatch, no_claims_dir):
+    """Plain Python: the first check has no shell, an import starts one before the second."""
+    fake = _FakeShell()
+    shells = iter([None])  # the first look sees no shell, every later one sees `fake`
+    monkeypatch.setattr(claims_module, "_ipython", lambda: next(shells, fake))
+    c = Claims("06_p")
+    c.check("k", "s", 1.0, at_most=2.0)
+    with pytest.raises(ValueError, match="twice"):
+        c.check("k", "s", 1.5, at_most=2.0)
+    assert [r.measured for r in c.records] == [1.0]
+
+
+def test_duplicate_in_plain_python_with_myst_nb_is_an_error(tmp_path):
+    """The issue's case, for real: importing myst_nb (first glue) starts an IPython shell."""
+    import os
+    import subprocess
+
+    pytest.importorskip("myst_nb")
+    script = (
+        "from nqf_lite.claims import Claims\n"
+        "c = Claims('01_x')\n"
+        "c.check('k', 's', 1.0, at_most=2.0)\n"
+        "try:\n"
+        "    c.check('k', 's', 1.5, at_most=2.0)\n"
+        "except ValueError as exc:\n"
+        "    print('duplicate:', exc)\n"
+        "print(len(c.records), c.records[0].measured)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != CLAIMS_DIR_ENV}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert "duplicate: claim key 'k' is used twice" in out.stdout
+    assert out.stdout.strip().endswith("1 1.0")
+
+
+def test_identity_kind_and_seed_are_recorded(claims_dir, monkeypatch):
+    monkeypatch.setenv("NQF_SEED", "7")
+    c = Claims("05_i")
+    c.check("p", "a prediction", 1.0, at_most=2.0, n_seeds=4)
+    c.check("i", "closed form = autograd", 1e-14, at_most=1e-12, kind="identity")
+    c.check("c", "rows counted", 3.0, expected=3.0, atol=0, kind="code")
+    recs = _records(claims_dir, "05_i")
+    assert [r["kind"] for r in recs] == ["prediction", "identity", "code"]
+    assert [r["seed"] for r in recs] == [7, 7, 7]
+    assert c.summary() == (
+        "1 prediction checked, all pass (1 on ensembles of seeds), 1 identity checked by an "
+        "independent route, and 1 check of the code; every claim is listed in the claims ledger."
+    )
 
 
 def test_show_numbers_prints_quoted_values_after_the_cell(shell, capsys, no_claims_dir):

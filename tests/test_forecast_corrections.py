@@ -14,10 +14,13 @@ import pytest
 
 from nqf_lite.forecast_corrections import (
     gd_growth_rate,
+    gd_half_time_from,
     gd_switch_on_time,
     geometric_mean_abundance,
+    log_chi2_kurtosis,
     log_chi2_mean,
     log_chi2_sd,
+    spread_ratio,
 )
 from nqf_lite.seeding import rng
 from nqf_lite.solvable import switch_on_time_exact
@@ -135,3 +138,64 @@ def test_growth_rate_refuses_a_sign_flip_and_bad_width():
         log_chi2_mean(0)
     with pytest.raises(TypeError, match="d must be"):
         log_chi2_sd(True)
+
+
+# ---------------------------------------------------------------- one run from its own start; the spread
+
+
+def test_gd_half_time_from_matches_the_map_run_by_run():
+    r, c, lr = np.array([1.0, 0.6, 0.3]), np.array([1.0, 2.0, 0.5]), 0.1
+    z0 = np.array([[1e-6, 3e-7, 2e-5], [4e-6, 1e-8, 5e-6]])
+    got = gd_half_time_from(r, c, z0, lr)
+    want = np.array([[map_half_time(r[k], c[k], z0[s, k], lr)[0] for k in range(3)] for s in range(2)])
+    # the derivation drops O(h) steps, h = lr r / 2: lr * h in flow time
+    assert np.all(np.abs(got - want) <= lr * (lr * r / 2))
+    no_lead = gd_half_time_from(r, c, z0, lr, lead=False)
+    np.testing.assert_allclose(no_lead - got, 0.75 * math.log(2) * lr, rtol=1e-12)
+    # without the lead the map is missed by more than the dropped terms
+    assert np.all(np.abs(no_lead - want) > lr * (lr * r / 2))
+    assert gd_half_time_from(1.0, 1.0, 1e-6, 0.1).shape == ()
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, exc, word",
+    [((1.0, 1.0, 0.0, 0.1), {}, ValueError, "z0"), ((1.0, 1.0, 0.6, 0.1), {}, ValueError, "z0"),
+     ((-1.0, 1.0, 1e-6, 0.1), {}, ValueError, "r and C"), ((1.0, 0.0, 1e-6, 0.1), {}, ValueError, "r and C"),
+     ((1.0, 1.0, 1e-6, 2.5), {}, ValueError, "lr"), (([1.0, 2.0], 1.0, [1e-6] * 3, 0.1), {}, ValueError, "broadcast"),
+     ((1.0, 1.0, 1e-6, 0.1), {"lead": 1}, TypeError, "lead"), ((1.0, 1.0, np.nan, 0.1), {}, ValueError, "z0")],
+)
+def test_gd_half_time_from_bad_input(args, kwargs, exc, word):
+    with pytest.raises(exc, match=word):
+        gd_half_time_from(*args, **kwargs)
+
+
+def test_log_chi2_kurtosis():
+    # ln chi^2_2 = ln 2 + ln Exp(1), a Gumbel variable: excess kurtosis 12/5
+    assert log_chi2_kurtosis(2) == pytest.approx(3 + 12 / 5, rel=1e-12)
+    # large d: ln chi^2_d is nearly normal
+    assert log_chi2_kurtosis(10**6) == pytest.approx(3.0, abs=1e-4)
+    draws = np.log(rng("test-fc", "kurt").chisquare(4, size=400_000))
+    mc = np.mean((draws - draws.mean()) ** 4) / draws.var() ** 2
+    assert log_chi2_kurtosis(4) == pytest.approx(mc, abs=0.05)
+
+
+def test_spread_ratio_by_hand_and_its_error():
+    t = np.array([[1.0, 10.0], [3.0, 14.0], [2.0, 12.0]])  # sample variances 1 and 4
+    ratio, se = spread_ratio(t, [2.0, 1.0], kurtosis=3.0)
+    assert ratio == pytest.approx(math.sqrt((1 / 4 + 4 / 1) / 2), rel=1e-14)
+    assert se == pytest.approx(math.sqrt(2 / (4 * 3 * 2)), rel=1e-14)
+    # the standard error describes the scatter of the ratio over ensembles of normal draws
+    g = rng("test-fc", "spread").standard_normal((400, 50, 2))
+    ratios = [spread_ratio(x, [1.0, 1.0], 3.0)[0] for x in g]
+    assert np.std(ratios) == pytest.approx(spread_ratio(g[0], [1.0, 1.0], 3.0)[1], rel=0.15)
+
+
+@pytest.mark.parametrize(
+    "times, sd, kurt, word",
+    [([[1.0, 2.0]], [1.0, 1.0], 3.0, "2 runs"), ([1.0, 2.0], [1.0], 3.0, "times"),
+     ([[1.0, 2.0], [2.0, np.inf]], [1.0, 1.0], 3.0, "times"), ([[1.0, 2.0], [2.0, 3.0]], [1.0], 3.0, "shape"),
+     ([[1.0, 2.0], [2.0, 3.0]], [1.0, 0.0], 3.0, "> 0"), ([[1.0, 2.0], [2.0, 3.0]], [1.0, 1.0], 0.5, "kurtosis")],
+)
+def test_spread_ratio_bad_input(times, sd, kurt, word):
+    with pytest.raises(ValueError, match=word):
+        spread_ratio(times, sd, kurt)

@@ -84,8 +84,8 @@ def test_summary_does_not_count_failed_claims_as_tight():
     )
 
 
-def _rows(records):
-    table = cl.ledger_table(records, lambda chapter: ("1. A", "a.html"))
+def _rows(records, report=None):
+    table = cl.ledger_table(records, lambda chapter: ("1. A", "a.html"), report=report)
     return list(table.next_node(nodes.tbody).children)[1:]  # skip the chapter row
 
 
@@ -117,7 +117,7 @@ def test_summary_counts_predictions_and_code_checks_apart():
     assert cl.summary_text(recs) == (
         "2 predictions of the theory and 2 checks of the code checked in 2 chapters: all pass."
     )
-    assert cl.chapter_summary(recs[:3]) == "1 prediction, 2 checks of the code: all pass"
+    assert cl.chapter_summary(recs[:3]) == "1 prediction and 2 checks of the code: all pass"
 
 
 def test_sections_fold_each_chapter_and_separate_code_checks():
@@ -126,7 +126,7 @@ def test_sections_fold_each_chapter_and_separate_code_checks():
     out = cl.ledger_sections(recs, links.get)
     raws = [n.astext() for n in out if isinstance(n, nodes.raw)]
     assert raws[0] == ('<details class="claims-chapter-group"><summary><a href="../notebooks/01_a.html">'
-                       "1. A &lt;b&gt;</a> — 1 prediction, 1 check of the code: all pass</summary>")
+                       "1. A &lt;b&gt;</a> — 1 prediction and 1 check of the code: all pass</summary>")
     assert raws[2].startswith('<details class="claims-chapter-group" open><summary>02_b — 1 prediction: 1 FAIL')
     tables = [n for n in out if isinstance(n, nodes.table)]
     keys = [[r.astext().split("\n")[-1] for r in t.next_node(nodes.tbody).children] for t in tables]
@@ -147,3 +147,66 @@ def test_malformed_records_are_named_with_file_and_line(tmp_path, change, word):
     records, problems = cl.read_claims(tmp_path)
     assert [r["key"] for r in records] == ["ok"]
     assert len(problems) == 1 and problems[0].startswith("01_a.jsonl:2: malformed record") and word in problems[0]
+
+
+# ---------------------------------------------------------------- three kinds, the book's results, reports
+
+
+def test_summary_counts_identities_apart():
+    recs = [_rec("a"), _rec("b", kind="identity"), _rec("c", kind="identity"), _rec("d", kind="code"),
+            _rec("e", chapter="02_b")]
+    assert cl.summary_text(recs) == (
+        "2 predictions of the theory, 2 identities and 1 check of the code checked in 2 chapters: all pass."
+    )
+    assert cl.chapter_summary(recs[:2]) == "1 prediction and 1 identity: all pass"
+    assert cl.chapter_summary(recs[:4]) == "1 prediction, 2 identities and 1 check of the code: all pass"
+
+
+def test_sections_put_identities_in_their_own_table():
+    recs = [_rec("a"), _rec("i", kind="identity"), _rec("c", kind="code")]
+    out = cl.ledger_sections(recs, lambda ch: None)
+    tables = [n for n in out if isinstance(n, nodes.table)]
+    ids = [[row["ids"][0] for row in t.next_node(nodes.tbody).children] for t in tables]
+    assert ids == [["claim-01-a-a"], ["claim-01-a-i"], ["claim-01-a-c"]]
+    words = [n.astext() for n in out if isinstance(n, nodes.paragraph)]
+    assert words == ["Identities (exact, checked by an independent route to round-off):",
+                     "Checks of the code (true by construction):"]
+
+
+def test_book_results_are_listed_and_marked():
+    recs = [_rec("a", source="Thm 8, Eq. 158"), _rec("b", source="this book: the GD step; Eq. 24"),
+            _rec("c", chapter="02_b", source="This book (beyond the paper)")]
+    assert [cl.is_book_result(r) for r in recs] == [False, True, True]
+    (fold,) = cl.book_results(recs, {"01_a": ("1. A", "a.html")}.get)
+    text = fold.astext()
+    assert text.startswith('<details class="claims-book-results"><summary>Source: this book — 2 claims')
+    assert '<a href="#claim-01-a-b"><code>b</code></a> (1. A)' in text
+    assert '<a href="#claim-02-b-c"><code>c</code></a> (02_b)' in text and "claim-01-a-a" not in text
+    assert cl.book_results(recs[:1], lambda ch: None) == []
+    row_a, row_b = _rows(recs[:2])
+    assert "claim-book-result" not in row_a.children[1]["classes"]
+    assert "claim-book-result" in row_b.children[1]["classes"]
+
+
+def test_report_url_prefills_an_issue():
+    from urllib.parse import parse_qs, urlsplit
+
+    rec = _rec("ch8-x", measured=0.25, criterion="measured ≤ 1", n_seeds=24, seed=2, statement="a & b")
+    url = cl.report_url(rec, "https://github.com/o/r/")
+    parts = urlsplit(url)
+    assert (parts.scheme, parts.netloc, parts.path) == ("https", "github.com", "/o/r/issues/new")
+    q = parse_qs(parts.query)
+    assert q["title"] == ["Claim ch8-x (01_a)"] and q["labels"] == ["claim"]
+    (body,) = q["body"]
+    assert "Claim `ch8-x` of chapter `01_a`: a & b" in body
+    assert "- measured: 0.25" in body and "- criterion (tolerance): measured ≤ 1" in body
+    assert "- seeds: 24; base seed NQF_SEED = 2" in body
+    assert " " not in parts.query and "a%20%26%20b" in parts.query  # the & of the text is encoded
+    assert "NQF_SEED = unknown" in parse_qs(urlsplit(cl.report_url(_old(), "https://x/y")).query)["body"][0]
+
+
+def test_table_links_each_claim_to_its_report():
+    (row,) = _rows([_rec("k")], report=lambda r: f"https://x/issues/new?title={r['key']}")
+    refs = list(row.children[0].findall(nodes.reference))
+    assert [(r.astext(), r["refuri"]) for r in refs] == [("report", "https://x/issues/new?title=k")]
+    assert row.children[-1].astext() == "pass"  # the result stays the last cell
