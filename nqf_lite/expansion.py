@@ -152,6 +152,29 @@ class Expansion:
         return f"Expansion(p = {self.p}, {kind}; {zgz})"
 
 
+def _describe(x: Any) -> str:
+    """Shape, dtype and device of an input, for error messages."""
+    if isinstance(x, (tuple, list)):
+        return "(" + ", ".join(_describe(v) for v in x) + ")"
+    if isinstance(x, torch.Tensor):
+        return f"tensor of shape {tuple(x.shape)}, dtype {x.dtype}, device {x.device.type}"
+    if isinstance(x, np.ndarray):
+        return f"array of shape {x.shape}, dtype {x.dtype}"
+    return type(x).__name__
+
+
+def _check_device(x: Any, name: str) -> None:
+    """Refuse tensors on the meta device (they hold no values) anywhere in ``x``."""
+    if isinstance(x, (tuple, list)):
+        for i, v in enumerate(x):
+            _check_device(v, f"{name}[{i}]")
+    elif isinstance(x, torch.Tensor) and x.is_meta:
+        raise ValueError(
+            f"{name} is on the meta device (shape {tuple(x.shape)}): it holds no values to expand at; "
+            "pass real data (e.g. x.to_empty(device='cpu') and fill it, or a CPU tensor)"
+        )
+
+
 def _call(f: Module, W: torch.Tensor, x: Any) -> torch.Tensor:
     try:
         out = f(W, x)
@@ -160,6 +183,14 @@ def _call(f: Module, W: torch.Tensor, x: Any) -> torch.Tensor:
         raise ValueError(
             f"f(W, x) raised IndexError ({exc}) for W of shape (p, d) = ({p}, {d}): check p = {p}, "
             "the number of parameters of one neuron (the rows of W) that f indexes"
+        ) from exc
+    except RuntimeError as exc:
+        if isinstance(f, ModuleUnits):
+            raise
+        p, d = W.shape
+        raise ValueError(
+            f"f(W, x) failed for x = {_describe(x)} and W of shape (p, d) = ({p}, {d}), float64: torch raised "
+            f"RuntimeError: {str(exc).splitlines()[0]}; check the size and dtype of x and p = {p}"
         ) from exc
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"f(W, x) must return a torch tensor, got {type(out).__name__}")
@@ -203,6 +234,7 @@ def _check_input(x: Any, name: str = "x") -> None:
 def _prepare_input(x: Any) -> Any:
     """``x`` detached from autograd, after :func:`_check_input`."""
     x = _detach_input(x)
+    _check_device(x, "x")
     _check_input(x)
     return x
 
@@ -234,6 +266,8 @@ def _derivatives(F: Callable[[torch.Tensor], torch.Tensor], n: int) -> tuple[tor
             warnings.simplefilter("ignore", DeprecationWarning)
             grad = torch.func.jacrev(F)(theta0)
             hess = torch.func.jacfwd(torch.func.jacrev(F))(theta0)
+    except (ValueError, TypeError):  # clear errors of the package: raised as they are
+        raise
     except Exception:  # modules torch.func cannot trace: plain autograd
         def jac(t: torch.Tensor) -> torch.Tensor:
             return torch.autograd.functional.jacobian(F, t, create_graph=True)
@@ -496,6 +530,12 @@ class ModuleUnits:
                     raise ValueError(f"units[{i}] lists {n!r} again ({owner[n]} already does): a parameter belongs "
                                      "to the units once")
                 owner[n] = f"units[{i}]"
+        for n, t in list(module.named_parameters()) + list(module.named_buffers()):
+            if t.is_meta:
+                raise ValueError(
+                    f"module: parameter {n!r} (shape {tuple(t.shape)}) is on the meta device and holds no values; "
+                    "materialise the module first (module.to_empty(device='cpu') and initialise its weights)"
+                )
         for n in owner:
             t = params[n]
             if t.is_complex() or not t.is_floating_point():
@@ -603,8 +643,24 @@ class ModuleUnits:
         args = tuple(_module_input(v, f"x[{i}]") for i, v in enumerate(x)) if isinstance(x, tuple) else (
             _module_input(x, "x"),
         )
-        with _evaluating(self.module), sdpa_kernel(SDPBackend.MATH):  # the fused kernels lack 2nd derivatives
-            out = torch.func.functional_call(self.module, state, args)
+        for i, a in enumerate(args):
+            _check_device(a, f"x[{i}]" if isinstance(x, tuple) else "x")
+        try:
+            with _evaluating(self.module), sdpa_kernel(SDPBackend.MATH):  # the fused kernels lack 2nd derivatives
+                out = torch.func.functional_call(self.module, state, args)
+        except RuntimeError as exc:
+            shapes = ", ".join(f"{n} {tuple(t.shape)}" for n, t in self.module.named_parameters())
+            first = next(iter(self.module.parameters()), None)
+            expects = ""
+            for layer in self.module.modules():
+                if isinstance(layer, nn.Linear):
+                    expects = f" (its first Linear layer expects in_features = {layer.in_features} on the last axis)"
+                    break
+            raise ValueError(
+                f"the module cannot be evaluated on x = {_describe(args[0] if len(args) == 1 else args)}"
+                f"{expects}; torch raised RuntimeError: {str(exc).splitlines()[0]}. Check the input's size and "
+                f"dtype (floating inputs are cast to float64; integer ones are passed as they are){'' if first is None else '; the module has ' + shapes}"
+            ) from exc
         if not isinstance(out, torch.Tensor):
             raise TypeError(
                 f"the module must return one tensor, got {type(out).__name__}; wrap it in a module that returns "
