@@ -415,6 +415,25 @@ def _plateaus(lam: np.ndarray, target: np.ndarray, order: np.ndarray, m: int) ->
     return np.array(out)
 
 
+def _plateaus_gram(G: np.ndarray, b: np.ndarray, tt: float, order: np.ndarray, m: int) -> np.ndarray:
+    """:func:`_plateaus` from ``G = lamᵀ lam``, ``b = lamᵀ target`` and ``tt = |target|^2`` alone.
+
+    ``||lam_S z - t||^2 = zᵀ G_S z - 2 b_Sᵀ z + tt``; with ``G_S = U S Uᵀ`` this is
+    ``||S^(1/2) Uᵀ z - S^(-1/2) Uᵀ b_S||^2 + tt - b_Sᵀ G_S^+ b_S`` (``b_S`` lies in the
+    range of ``G_S``), a non-negative least-squares problem of the size of ``S``.
+    """
+    out = [tt / m]
+    for j in range(1, order.size + 1):
+        S = order[:j]
+        w, U = np.linalg.eigh(G[np.ix_(S, S)])
+        keep = w > 1e-12 * max(float(w.max()), 1e-300)
+        root = np.sqrt(w[keep])
+        Ub = U[:, keep].T @ b[S]
+        _, res = nnls(root[:, None] * U[:, keep].T, Ub / root)
+        out.append(max(res**2 + tt - float(Ub @ (Ub / w[keep])), 0.0) / m)
+    return np.array(out)
+
+
 # ----------------------------------------------------------------------------- forecast
 def predict_learning(
     f: Any,
@@ -543,10 +562,12 @@ def predict_learning(
     factored = getattr(nqf, "factored", False)
     # Eq. 26: the loss sums over outputs and averages over the m inputs, so every
     # sum over the n = m V (input, output) pairs is divided by m, as in NQF.train
-    if factored:
+    if factored:  # never a p x p matrix per input: Gram matrices of the factors
         Y = nqf._weighted_sum((4.0 / m) * target.reshape(lead))
         P = _joint_basis(None, Y)
-        lam = nqf._diagonals(P).reshape(n, pp)
+        lam = None
+        gram = nqf._gram_of_diagonals(P)  # sum_n lam_nk lam_nj
+        lam_t = (m / 4.0) * np.einsum("ik,ij,jk->k", P, Y, P)  # sum_n lam_nk t_n = (m/4) p_k^T Y p_k
         total = nqf._frobenius2()
     else:
         A = nqf.A.reshape(n, pp, pp)
@@ -557,13 +578,16 @@ def predict_learning(
         total = float(np.sum(A**2))
     eps, z0, source = _initial_abundances(eps, W0, P)
     if factored:
-        off = total - float(np.sum(lam**2))
+        off = total - float(np.trace(gram))
     else:
         off = float(np.sum((At - lam[:, :, None] * np.eye(pp)) ** 2))
     commuting_error = math.sqrt(max(off, 0.0) / total) if total > 0 else 0.0
 
-    r, C = glv_coefficients(lam, target)
-    r, C = r * (n / m), C * (n / m)  # glv_coefficients divides by its n rows
+    if factored:
+        r, C = (8.0 / m) * lam_t, (8.0 / m) * gram
+    else:
+        r, C = glv_coefficients(lam, target)
+        r, C = r * (n / m), C * (n / m)  # glv_coefficients divides by its n rows
     c = np.diag(C).copy()
     grow = _growing(r, c)
     if not np.any(grow):
@@ -604,7 +628,10 @@ def predict_learning(
     r_gd = (2.0 / lr) * np.log1p(lr * r[on] / 2.0)
     t_gd = np.full(pp, np.inf)
     t_gd[on] = switch_on_time_exact(r_gd, c[on] * r_gd / r[on], z0[on]) / lr
-    plateaus = _plateaus(lam, target, order, m)
+    if factored:
+        plateaus = _plateaus_gram(gram, lam_t, float(target @ target), order, m)
+    else:
+        plateaus = _plateaus(lam, target, order, m)
     sub = C[np.ix_(order, order)]
     norm = np.sqrt(np.outer(np.diag(sub), np.diag(sub)))
     coupling = float(np.max(np.abs(sub - np.diag(np.diag(sub))) / norm, initial=0.0))

@@ -157,7 +157,11 @@ def _meta_net():
         (lambda: nl.expand(NET, torch.ones(3, device="meta")), r"x is on the meta device"),
         (lambda: nl.expand(_meta_net(), torch.ones(3)), r"parameter '0.weight' .* meta device"),
         (lambda: nl.module_units(_meta_net()), r"parameter '0.weight' .* meta device"),
-        (lambda: nl.expand_dataset(NET, [torch.ones(3), torch.ones(3), torch.ones(4)]), r"^xs\[2\]: .*shape \(4,\)"),
+        (lambda: nl.expand_dataset(NET, [torch.ones(3), torch.ones(3), torch.ones(4)]), r"^xs\[2\]: .*\(4,\)"),
+        (
+            lambda: nl.expand_dataset(NET, [torch.ones(3), torch.ones(3), torch.ones(4)], factored=False),
+            r"^xs\[2\]: the module cannot be evaluated on x = tensor of shape \(4,\)",
+        ),
         (lambda: nl.expand_dataset(NET, [torch.ones(3), torch.ones(3, device="meta")]), r"^xs\[1\]: x is on the meta"),
         (lambda: nl.expand(lambda W, x: (torch.as_tensor(x) @ W).sum(), np.ones(4), p=3), r"f\(W, x\) failed for x"),
         (lambda: predict_learning(NET, [torch.ones(5)] * 3, np.ones((3, 2)), eps=1e-6, lr=0.1), r"xs\[0\]"),
