@@ -243,22 +243,40 @@ class FactoredNQF(NQF):
             out = out + np.einsum("nk,ok->nok", a, b)
         return out[:, 0] if self.V is None else out
 
+    def _gram(self, r: int, s: int) -> np.ndarray:
+        """``L_rᵀ L_s`` (float64), computed once: one pass over the inputs serves every forecast."""
+        cache = self.__dict__.setdefault("_grams", {})
+        if (r, s) not in cache:
+            cache[(r, s)] = (self.terms[r].L.T @ self.terms[s].L).astype(np.float64)
+        return cache[(r, s)]
+
     def _gram_of_diagonals(self, P: np.ndarray) -> np.ndarray:
-        """``sum_{n,o} lam_{n,o,k} lam_{n,o,j}`` (p, p) without forming ``lam``."""
-        proj = self._projections(P)
+        """``sum_{n,o} lam_{n,o,k} lam_{n,o,j}`` (p, p) without forming ``lam``.
+
+        ``lam_{n,o,k} = sum_r (L_r[n] . P[rows_L]_k) (R_r[o] . P[rows_R]_k)``, so the sum over
+        ``(n, o)`` is ``sum_{r,s} (P_Lrᵀ L_rᵀ L_s P_Ls) ∘ (P_Rrᵀ R_rᵀ R_s P_Rs)`` (Hadamard product).
+        """
         G = np.zeros((P.shape[1], P.shape[1]))
-        for a1, b1 in proj:
-            for a2, b2 in proj:
-                G += (a1.T @ a2) * (b1.T @ b2)
+        for r, t1 in enumerate(self.terms):
+            for s, t2 in enumerate(self.terms):
+                left = P[t1.rows_L].T @ self._gram(r, s) @ P[t2.rows_L]
+                right = (t1.R @ P[t1.rows_R]).T @ (t2.R @ P[t2.rows_R])
+                G += left * right
         return G
 
     def _frobenius2(self) -> float:
         """``sum_{n,o} ||A_{n,o}||_F^2`` from the factors (Gram matrices of the terms)."""
         total = 0.0
-        for t1 in self.terms:
-            for t2 in self.terms:
+        for r, t1 in enumerate(self.terms):
+            for s, t2 in enumerate(self.terms):
                 # ||sum_r sym(u_r v_r^T)||^2 = 1/2 sum_{r,s} [(u_r.u_s)(v_r.v_s) + (u_r.v_s)(v_r.u_s)]
-                total += 0.5 * _pair_sum(t1, t2)
+                cl, i1, i2 = np.intersect1d(t1.rows_L, t2.rows_L, return_indices=True)
+                cr, j1, j2 = np.intersect1d(t1.rows_R, t2.rows_R, return_indices=True)
+                if cl.size and cr.size:
+                    uu = float(np.trace(self._gram(r, s)[np.ix_(i1, i2)]))
+                    vv = float(np.einsum("oa,oa->", t1.R[:, j1], t2.R[:, j2]))
+                    total += 0.5 * uu * vv
+                total += 0.5 * _cross_sum(t1, t2)
         return total
 
     def _span_columns(self) -> np.ndarray:
@@ -277,27 +295,13 @@ class FactoredNQF(NQF):
         return FactoredNQF(terms, self.p, self.V, g=self._g_out, f0=self.f0, dtype=self.dtype)
 
 
-def _pair_sum(t1: Term, t2: Term) -> float:
-    """``sum_{n,o} [(u1.u2)(v1.v2) + (u1.v2)(v1.u2)]`` for ``u = L[n]``, ``v = R[o]`` embedded in ``R^p``."""
-
-    def cross(F1, r1, F2, r2):
-        """Per-row dot products of embedded vectors: ``F1[i] . F2[j]`` over the shared rows (i, j)."""
-        common, i1, i2 = np.intersect1d(r1, r2, return_indices=True)
-        if common.size == 0:
-            return None
-        return F1[:, i1].astype(np.float64), F2[:, i2].astype(np.float64)
-
-    total = 0.0
-    uu = cross(t1.L, t1.rows_L, t2.L, t2.rows_L)
-    vv = cross(t1.R, t1.rows_R, t2.R, t2.rows_R)
-    if uu is not None and vv is not None:
-        su = np.einsum("na,na->n", *uu)  # (u1.u2) per input
-        sv = np.einsum("oa,oa->o", *vv)  # (v1.v2) per output
-        total += float(su.sum() * sv.sum())
-    uv = cross(t1.L, t1.rows_L, t2.R, t2.rows_R)
-    vu = cross(t1.R, t1.rows_R, t2.L, t2.rows_L)
-    if uv is not None and vu is not None:
-        a = uv[0] @ uv[1].T  # (m, V): u1[n].v2[o]
-        b = vu[1] @ vu[0].T  # (m, V): u2[n].v1[o]
-        total += float(np.sum(a * b))
-    return total
+def _cross_sum(t1: Term, t2: Term) -> float:
+    """``sum_{n,o} (u1.v2)(v1.u2)`` for ``u = L[n]``, ``v = R[o]`` embedded in ``R^p`` (0 when the
+    input rows of one term and the output rows of the other do not overlap, as in the MLP)."""
+    a_rows, a1, a2 = np.intersect1d(t1.rows_L, t2.rows_R, return_indices=True)
+    b_rows, b1, b2 = np.intersect1d(t1.rows_R, t2.rows_L, return_indices=True)
+    if a_rows.size == 0 or b_rows.size == 0:
+        return 0.0
+    a = t1.L[:, a1].astype(np.float64) @ t2.R[:, a2].T  # (m, V): u1[n].v2[o]
+    b = t2.L[:, b2].astype(np.float64) @ t1.R[:, b1].T  # (m, V): u2[n].v1[o]
+    return float(np.sum(a * b))
