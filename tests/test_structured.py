@@ -138,3 +138,62 @@ def test_factored_errors():
                           factored=True, check=False)
     with pytest.raises(TypeError, match="dtype"):
         nl.expand_dataset(net, np.ones((2, 3)), dtype=np.int64)
+
+
+class _Experts(nn.Module):
+    """sum_i tanh(r_i . x) (theta_i . x): no factored form is known to expand_dataset."""
+
+    def __init__(self, k=3, n=4):
+        super().__init__()
+        torch.manual_seed(0)
+        self.gate = nn.Linear(k, n, bias=False)
+        self.experts = nn.Linear(k, n, bias=False)
+
+    def forward(self, x):
+        return (torch.tanh(self.gate(x)) * self.experts(x)).sum(-1)
+
+
+SPEC = [("gate.weight", 0), ("experts.weight", 0)]
+
+
+def test_hessian_in_chunks_equals_all_at_once():
+    net = _Experts()
+    x = torch.tensor([0.3, -1.2, 0.7])
+    from nqf_lite.expansion import _chunk, module_units
+
+    assert _chunk(module_units(net, SPEC), 12, 1, 100_000) is not None  # the budget forces chunks
+    whole = nl.expand(net, x, units=SPEC)
+    chunked = nl.expand(net, x, units=SPEC, max_bytes=100_000)
+    for name in ("A", "g", "B", "f0"):
+        np.testing.assert_allclose(getattr(chunked, name), getattr(whole, name), atol=1e-14)
+    from nqf_lite.architectures import MODELS
+
+    np.testing.assert_allclose(whole.A, MODELS["moe"].structure(x.numpy()).A, atol=1e-12)
+
+
+def test_dense_data_set_beyond_the_budget_is_refused_up_front():
+    net = _Experts()
+    X = np.random.default_rng(0).standard_normal((50, 3))
+    # 50 inputs x (2 p^2 + p + 1) float64 with p = 6: 31,000 bytes
+    with pytest.raises(MemoryError, match=r"needs .* GiB .* more than max_bytes .* max_bytes=\d"):
+        nl.expand_dataset(net, X, units=SPEC, max_bytes=20_000)
+    assert nl.expand_dataset(net, X, units=SPEC, max_bytes=40_000).m == 50
+
+
+def test_progress_bar_on_request_and_off_in_the_book_build(capsys, monkeypatch):
+    net = _Experts()
+    X = np.random.default_rng(0).standard_normal((5, 3))
+    nl.expand_dataset(net, X, units=SPEC, progress=True)
+    assert "expand_dataset" in capsys.readouterr().err
+    from nqf_lite import expansion
+
+    monkeypatch.setattr(expansion, "PROGRESS_MIN", 2)
+    monkeypatch.setenv("NQF_CLAIMS_DIR", "/tmp/claims")
+    nl.expand_dataset(net, X, units=SPEC)
+    assert "expand_dataset" not in capsys.readouterr().err
+    monkeypatch.delenv("NQF_CLAIMS_DIR")
+    monkeypatch.setenv("NQF_PROGRESS", "0")
+    nl.expand_dataset(net, X, units=SPEC)
+    assert "expand_dataset" not in capsys.readouterr().err
+    with pytest.raises(TypeError, match="progress"):
+        nl.expand_dataset(net, X, units=SPEC, progress="yes")
