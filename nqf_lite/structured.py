@@ -38,7 +38,7 @@ import numpy as np
 from ._checks import as_array, integer
 from .form import NQF
 
-__all__ = ["FactoredNQF", "Term", "DENSE_MAX_BYTES"]
+__all__ = ["DENSE_MAX_BYTES", "FactoredNQF", "Term"]
 
 #: largest dense ``A`` (bytes) that :attr:`FactoredNQF.A` builds on access
 DENSE_MAX_BYTES = 2 * 2**30

@@ -101,7 +101,6 @@ def test_float32_agrees_with_float64():
     f64 = nl.expand_dataset(net, X)
     f32 = nl.expand_dataset(net, X, dtype=np.float32)
     W = 0.1 * np.random.default_rng(1).standard_normal((f64.p, 6))
-    y = np.random.default_rng(2).standard_normal((50, 2))
     p64, p32 = f64.predict_W(W), f32.predict_W(W)
     assert p32.dtype == np.float64
     np.testing.assert_allclose(p32, p64, rtol=1e-5, atol=1e-6)
