@@ -567,7 +567,7 @@ def predict_learning(
         P = _joint_basis(None, Y)
         lam = None
         gram = nqf._gram_of_diagonals(P)  # sum_n lam_nk lam_nj
-        lam_t = (m / 4.0) * np.einsum("ik,ij,jk->k", P, Y, P)  # sum_n lam_nk t_n = (m/4) p_k^T Y p_k
+        lam_t = (m / 4.0) * np.sum(P * (Y @ P), axis=0)  # sum_n lam_nk t_n = (m/4) p_k^T Y p_k
         total = nqf._frobenius2()
     else:
         A = nqf.A.reshape(n, pp, pp)
