@@ -274,6 +274,9 @@ def main(argv: list[str]) -> int:
         t0 = time.perf_counter()
         print(f"{title} ...", flush=True)
         out += [f"## {title}", "", *fn(), "", f"_Section time: {time.perf_counter() - t0:.1f} s._", ""]
+    networks = ROOT / "benchmarks" / "networks.md"
+    if networks.exists():  # written by benchmarks/networks.py (minutes; run it on its own)
+        out += ["## (f) An MNIST-size network", "", networks.read_text().rstrip(), ""]
     out += ["## (e) Fresh clone", "", *(fresh_clone() if args.fresh_clone else
                                           ["Not run this time (`--fresh-clone` runs it)."]), ""]
     (ROOT / "benchmarks" / "RESULTS.md").write_text("\n".join(out))

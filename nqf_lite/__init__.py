@@ -49,10 +49,12 @@ from .form import (
 )
 from .scaling import effective_slope, scaling_exponent
 from .solvable import feature_trajectory, glv_coefficients, switch_on_time
+from .structured import FactoredNQF
 
 __all__ = [
     "NQF",
     "Expansion",
+    "FactoredNQF",
     "LearningForecast",
     "ModuleUnits",
     "NotSmoothError",

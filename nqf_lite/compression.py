@@ -41,6 +41,11 @@ def data_subspace(model: NQF, rtol: float = 1e-10) -> np.ndarray:
         raise TypeError(f"model must be an NQF, got {type(model).__name__}")
     rtol = fraction("rtol", rtol)
     p = model.p
+    if getattr(model, "factored", False):  # the factors span the same space, never a p x p per input
+        _, s, Vt = np.linalg.svd(model._span_columns(), full_matrices=False)
+        if s.size == 0 or s[0] == 0.0:
+            return np.zeros((p, 0))
+        return Vt[s > rtol * s[0]].T
     cols = [
         model.g.reshape(-1, p).T,
         np.swapaxes(model.A.reshape(-1, p, p), 0, 1).reshape(p, -1),
@@ -109,7 +114,10 @@ def compress(
     frame = frame_orthogonal_to_ones(d_small)
     Vt_mu = basis.T @ W.sum(axis=1)
     W_small = basis @ (Vt_mu[:, None] / d_small + L @ frame[:, :r].T)
-    small = NQF(A=model.A / ratio, g=model.g, B=model.B, f0=model.f0)
+    if getattr(model, "factored", False):
+        small = model._scaled(1.0 / ratio)
+    else:
+        small = NQF(A=model.A / ratio, g=model.g, B=model.B, f0=model.f0)
     return small, W_small, lr * ratio
 
 

@@ -45,6 +45,9 @@ __all__ = ["LearningForecast", "predict_learning", "stable_lr"]
 
 #: ``commuting_error`` above which the forecast warns that Assumption 1 fails.
 COMMUTE_WARN = 1e-6
+#: ``z_k(0)/z_k^inf`` from which a start counts as not small (warned about): the switch-on of
+#: Eq. 43 is a sudden drop only when ``z_k(0) << z_k^inf``.
+SMALL_START = 0.1
 #: Relative gap under which two eigenvalues of ``Y`` count as one degenerate eigenspace.
 DEGENERATE_RTOL = 1e-9
 #: Growth rates ``r_k`` (and ``C_kk``) below this fraction of the largest count as zero: such a mode
@@ -61,9 +64,11 @@ class LearningForecast:
     modes : ndarray, shape (p, p)
         Orthonormal modes ``p_k`` (columns), ordered by decreasing growth rate.
     rates : ndarray, shape (p,)
-        GLV growth rates ``r_k = (8/m) sum_mu lambda_{mu,k} y_mu`` (Eq. 37), decreasing.
+        GLV growth rates ``r_k = (8/m) sum_{mu,o} lambda_{mu o,k} y_{mu o}`` (Eq. 37; the sum
+        runs over the ``m`` inputs and every output ``o``, the loss convention of Eq. 26 and
+        :meth:`nqf_lite.NQF.train`), decreasing.
     competition : ndarray, shape (p, p)
-        ``C_kj = (8/m) sum_mu lambda_{mu,k} lambda_{mu,j}`` (Eq. 32).
+        ``C_kj = (8/m) sum_{mu,o} lambda_{mu o,k} lambda_{mu o,j}`` (Eq. 32).
     eps : float or None
         The uniform initial abundance ``z_k(0) = eps`` when one number was given;
         ``None`` when the initial condition was per mode or ``W0`` (see ``z0``).
@@ -207,7 +212,7 @@ def stable_lr(rates: Any) -> float:
     """The stable range of full-batch GD for the modes of a forecast: ``lr < stable_lr(rates)``.
 
     A growing mode saturates where the loss has curvature ``r_k`` along it (for
-    ``M = z p pᵀ`` the loss is ``(1/n) sum (lambda z - t)^2`` and its second derivative in
+    ``M = z p pᵀ`` the loss is ``(1/m) sum (lambda z - t)^2`` and its second derivative in
     ``w = sqrt(z)`` at ``z = r_k/C_kk`` is ``z C_kk = r_k``), so GD converges there for
     ``lr r_k < 2``.  A decaying mode (``r_k < 0``) starts as ``w -> (1 + lr r_k/2) w``
     and stays small for ``lr |r_k| < 4``.
@@ -279,6 +284,57 @@ def _structure_matrices(f: Any, xs: Any, p: Any, d: Any, units: Any) -> NQF:
     return expand_dataset(f, _inputs(xs), p, d, units=units)
 
 
+def _width(f: Any, W0: Any, d: Any, units: Any) -> tuple[int | None, str]:
+    """The layer's width ``d`` when it is known: from ``W0``, a module's units or ``d``."""
+    if W0 is not None:
+        shape = np.shape(W0)
+        if len(shape) == 2 and shape[1] >= 1:
+            return int(shape[1]), "the columns of W0"
+    if isinstance(f, NQF):
+        return None, ""
+    try:
+        import torch.nn as nn
+
+        from .expansion import ModuleUnits
+
+        if isinstance(f, ModuleUnits):
+            return f.d, "the module's units"
+        if isinstance(f, nn.Module):
+            return ModuleUnits(f, units, d).d, "the module's units"
+    except (TypeError, ValueError):
+        return None, ""
+    from .architectures.base import Model  # lazy: the registry sits above this module
+
+    if d is not None and not isinstance(f, Model):
+        return int(d), "d"
+    return None, ""
+
+
+def _imbalance(f: Any, W0: Any, units: Any, d: Any) -> float | None:
+    """``max_i | |w_in,i|^2 - |w_out,i|^2 |`` of ``W0`` for a module whose units span two layers."""
+    if W0 is None:
+        return None
+    try:
+        import torch.nn as nn
+
+        from .expansion import ModuleUnits
+
+        if isinstance(f, nn.Module):
+            f = ModuleUnits(f, units, d)
+        if not isinstance(f, ModuleUnits):
+            return None
+    except (TypeError, ValueError):
+        return None
+    layers: dict[str, list[slice]] = {}
+    for name, sl in f.slices().items():
+        layers.setdefault(name.rsplit(".", 1)[0], []).append(sl)
+    if len(layers) != 2:
+        return None
+    W = np.asarray(W0, dtype=np.float64)
+    first, last = (np.concatenate([np.arange(s.start, s.stop) for s in sls]) for sls in layers.values())
+    return float(np.max(np.abs((W[first] ** 2).sum(axis=0) - (W[last] ** 2).sum(axis=0))))
+
+
 def _initial_abundances(eps: Any, W0: Any, P: np.ndarray) -> tuple[float | None, np.ndarray, str]:
     """``(eps or None, z0, what)``: the initial abundance of every mode and the argument it came from."""
     pp = P.shape[0]
@@ -323,11 +379,13 @@ def _jacobi_rotate(A: np.ndarray, P: np.ndarray, i: int, j: int) -> None:
     P[:, idx] = P[:, idx] @ G
 
 
-def _joint_basis(A: np.ndarray, Y: np.ndarray, sweeps: int = 30) -> np.ndarray:
-    """Eigenbasis of ``Y`` (decreasing), Jacobi-refined inside degenerate eigenspaces."""
+def _joint_basis(A: np.ndarray | None, Y: np.ndarray, sweeps: int = 30) -> np.ndarray:
+    """Eigenbasis of ``Y`` (decreasing), Jacobi-refined inside degenerate eigenspaces (when ``A`` is given)."""
     gam, P = np.linalg.eigh(Y)
     P = P[:, ::-1].copy()
     gam = gam[::-1]
+    if A is None:
+        return P
     scale = max(float(np.abs(gam).max(initial=0.0)), float(np.abs(A).max(initial=0.0)), 1e-300)
     At = np.einsum("ki,nkl,lj->nij", P, A, P)
     p = P.shape[0]
@@ -341,19 +399,38 @@ def _joint_basis(A: np.ndarray, Y: np.ndarray, sweeps: int = 30) -> np.ndarray:
     return P
 
 
-def _plateaus(lam: np.ndarray, target: np.ndarray, order: np.ndarray) -> np.ndarray:
+def _plateaus(lam: np.ndarray, target: np.ndarray, order: np.ndarray, m: int) -> np.ndarray:
     """Loss at the GLV saddle reached after each switch-on (Eq. 32 fixed points).
 
     After the modes ``S = order[:j]`` have switched on, ``z`` sits at the minimum of the
-    loss of ``M = P diag(z) P^T``, ``(1/n) ||lam[:, S] z_S - target||^2`` over ``z_S >= 0``
-    (a non-negative least-squares problem; a stable fixed point of the GLV equation).
-    For a diagonal ``C`` this is ``mean(target^2) - sum_{k in S} r_k^2/(8 C_kk)``.
+    loss of ``M = P diag(z) P^T``, ``(1/m) ||lam[:, S] z_S - target||^2`` over ``z_S >= 0``
+    (a non-negative least-squares problem; a stable fixed point of the GLV equation),
+    with the loss of Eq. 26 (summed over the outputs, averaged over the ``m`` inputs).
+    For a diagonal ``C`` this is ``sum(target^2)/m - sum_{k in S} r_k^2/(8 C_kk)``.
     """
-    n = target.size
-    out = [float(np.mean(target**2))]
+    out = [float(np.sum(target**2)) / m]
     for j in range(1, order.size + 1):
         _, res = nnls(lam[:, order[:j]], target)
-        out.append(res**2 / n)
+        out.append(res**2 / m)
+    return np.array(out)
+
+
+def _plateaus_gram(G: np.ndarray, b: np.ndarray, tt: float, order: np.ndarray, m: int) -> np.ndarray:
+    """:func:`_plateaus` from ``G = lamᵀ lam``, ``b = lamᵀ target`` and ``tt = |target|^2`` alone.
+
+    ``||lam_S z - t||^2 = zᵀ G_S z - 2 b_Sᵀ z + tt``; with ``G_S = U S Uᵀ`` this is
+    ``||S^(1/2) Uᵀ z - S^(-1/2) Uᵀ b_S||^2 + tt - b_Sᵀ G_S^+ b_S`` (``b_S`` lies in the
+    range of ``G_S``), a non-negative least-squares problem of the size of ``S``.
+    """
+    out = [tt / m]
+    for j in range(1, order.size + 1):
+        S = order[:j]
+        w, U = np.linalg.eigh(G[np.ix_(S, S)])
+        keep = w > 1e-12 * max(float(w.max()), 1e-300)
+        root = np.sqrt(w[keep])
+        Ub = U[:, keep].T @ b[S]
+        _, res = nnls(root[:, None] * U[:, keep].T, Ub / root)
+        out.append(max(res**2 + tt - float(Ub @ (Ub / w[keep])), 0.0) / m)
     return np.array(out)
 
 
@@ -376,13 +453,15 @@ def predict_learning(
     The structure matrices of the training inputs are rotated into a common basis of
     modes (Assumption 1, or its best approximation), and the GLV coefficients
     (Eqs. 32, 37) give, for initial abundances ``z_k(0)`` and full-batch GD at learning
-    rate ``lr`` on the mean squared error ``(1/n) sum (f - y)^2`` over all ``n``
-    (sample, output) pairs:
+    rate ``lr`` on the loss of Eq. 26, ``L = (1/m) sum_mu sum_o (f_{mu o} - y_{mu o})^2``:
+    summed over the ``V`` outputs and averaged over the ``m`` inputs, the convention of
+    :meth:`nqf_lite.NQF.train` and :meth:`nqf_lite.NQF.loss` (so the same ``lr`` gives the
+    same steps in both; with ``V`` outputs a mean over outputs would be ``V`` times slower):
 
     - the switch-on time of mode ``k``, where ``z_k`` reaches half of ``r_k/C_kk``,
       ``t*_k = (1/r_k) ln[(r_k/C_kk - z_k(0))/z_k(0)]`` (Theorem 6, Eq. 39; its leading
       order is Eq. 43, ``ln(1/eps)/r_k``), and the same in GD steps;
-    - the loss plateaus ``mean(y^2) - sum V_k`` with ``V_k = r_k^2/(8 C_kk)`` (orthogonal
+    - the loss plateaus ``sum(y^2)/m - sum V_k`` with ``V_k = r_k^2/(8 C_kk)`` (orthogonal
       features; for competing modes the loss at the GLV fixed point).
 
     The switch-on times are exact for orthogonal features (``coupling = 0``) and
@@ -405,7 +484,7 @@ def predict_learning(
     xs : sequence of length m
         Training inputs (not for an NQF).
     y : array_like, shape (m,) or (m, V)
-        Labels (``(m, V)`` for a layer with ``V`` outputs; each output is a sample).
+        Labels (``(m, V)`` for a layer with ``V`` outputs; the loss sums over outputs, Eq. 26).
     p : int, optional
         Parameters per neuron: required for a function, checked when given otherwise.
     d : int, optional
@@ -426,13 +505,30 @@ def predict_learning(
         For a torch module: which parameters form one unit (see :func:`nqf_lite.expand`).
     warn : bool, default True
         Warn when the data matrices do not commute or the layer is not ZGZ.  (The
-        warnings about ``lr`` and about growing modes that never switch on are always issued.)
+        warnings about ``lr``, about growing modes that never switch on, about a width below
+        the modes that would switch on, and about a start that is not small or not balanced
+        are always issued.)
 
     Returns
     -------
     LearningForecast
         ``switches_on`` marks the modes that switch on; the others (``r_k <= 0`` or
         ``z_k(0) = 0``) have infinite times and are left out of ``order``.
+
+    Notes
+    -----
+    *Width.*  ``M = W W^T`` has rank at most the width ``d`` (the columns of ``W0``, a
+    module's units, or ``d`` for a function).  When the data matrices commute the width
+    drops out (Theorem 6: every ``z_k`` follows its own logistic, Eq. 39, whatever
+    ``d``).  When they do not, each mode that switches on is an eigen-direction of ``M``,
+    and the rank of ``M(t)`` stays that of ``M(0)`` (Theorem 7, Eq. 41), so only the first
+    ``d`` modes in order switch on: the forecast keeps those and warns.
+
+    *Start.*  A ``UserWarning`` names ``z_k(0)/z_k^inf`` when a mode that switches on
+    starts at or above ``SMALL_START`` of its saturation (not small), and, for a module
+    whose units span two layers, ``max_i | |w_in,i|^2 - |w_out,i|^2 |`` of ``W0`` when it
+    is at or above ``SMALL_START`` times the largest saturation (not balanced: gradient
+    flow conserves it, so the weights never become small).
 
     Raises
     ------
@@ -454,24 +550,44 @@ def predict_learning(
             f"f must be callable as f(W, x), a torch module, a registry model or an NQF, got {type(f).__name__}"
         )
     nqf = _structure_matrices(f, xs, p, d, units)
-    lead = nqf.A.shape[:-2]
+    lead = nqf._lead
     labels = _labels(y, lead)
-    n, pp = int(np.prod(lead)), nqf.A.shape[-1]
-    A = nqf.A.reshape(n, pp, pp)
-    f0 = np.asarray(nqf.f0, dtype=np.float64).reshape(n)
+    m = int(lead[0])
+    n, pp = int(np.prod(lead)), nqf.p
+    f0 = np.broadcast_to(np.asarray(nqf.f0, dtype=np.float64), lead).reshape(n)
     target = labels.reshape(n) - f0
     zgz = bool(nqf.zgz)
+    width_d, width_from = _width(f, W0, d, units)
 
-    Y = (4.0 / n) * np.einsum("n,nij->ij", target, A)
-    P = _joint_basis(A, Y)
+    factored = getattr(nqf, "factored", False)
+    # Eq. 26: the loss sums over outputs and averages over the m inputs, so every
+    # sum over the n = m V (input, output) pairs is divided by m, as in NQF.train
+    if factored:  # never a p x p matrix per input: Gram matrices of the factors
+        Y = nqf._weighted_sum((4.0 / m) * target.reshape(lead))
+        P = _joint_basis(None, Y)
+        lam = None
+        gram = nqf._gram_of_diagonals(P)  # sum_n lam_nk lam_nj
+        lam_t = (m / 4.0) * np.sum(P * (Y @ P), axis=0)  # sum_n lam_nk t_n = (m/4) p_k^T Y p_k
+        total = nqf._frobenius2()
+    else:
+        A = nqf.A.reshape(n, pp, pp)
+        Y = (4.0 / m) * np.einsum("n,nij->ij", target, A)
+        P = _joint_basis(A, Y)
+        At = np.einsum("ki,nkl,lj->nij", P, A, P)
+        lam = np.einsum("nkk->nk", At)
+        total = float(np.sum(A**2))
     eps, z0, source = _initial_abundances(eps, W0, P)
-    At = np.einsum("ki,nkl,lj->nij", P, A, P)
-    lam = np.einsum("nkk->nk", At)
-    total = float(np.sum(A**2))
-    off = float(np.sum((At - lam[:, :, None] * np.eye(pp)) ** 2))
+    if factored:
+        off = total - float(np.trace(gram))
+    else:
+        off = float(np.sum((At - lam[:, :, None] * np.eye(pp)) ** 2))
     commuting_error = math.sqrt(max(off, 0.0) / total) if total > 0 else 0.0
 
-    r, C = glv_coefficients(lam, target)
+    if factored:
+        r, C = (8.0 / m) * lam_t, (8.0 / m) * gram
+    else:
+        r, C = glv_coefficients(lam, target)
+        r, C = r * (n / m), C * (n / m)  # glv_coefficients divides by its n rows
     c = np.diag(C).copy()
     grow = _growing(r, c)
     if not np.any(grow):
@@ -480,24 +596,69 @@ def predict_learning(
     if not np.any(on):
         raise ValueError(f"no growing mode starts with z_k(0) > 0: {source} is orthogonal to every growing mode, "
                          "so gradient descent learns nothing")
-    zinf = r[on] / c[on]
+    zinf_all = np.where(grow, r / np.where(grow, c, 1.0), np.inf)
+    zinf = zinf_all[on]
+    imbalance = _imbalance(f, W0, units, d)
+    unbalanced = ""
+    if imbalance is not None and imbalance > SMALL_START * float(np.max(zinf)):
+        unbalanced = (
+            f"the start is not balanced: max_i | |w_in,i|^2 - |w_out,i|^2 | = {imbalance:.3g} over the units of W0 "
+            f"(first layer against last) is not small against the saturation max z_k^inf = {np.max(zinf):.3g}; "
+            "this difference is conserved by gradient flow, so the layer never passes through the small-weight "
+            "regime the forecast describes; start from small, balanced weights"
+        )
     if np.all(z0[on] >= 0.5 * zinf):
         start = f"eps = {eps:.3g} is" if eps is not None else f"the initial abundances z_k(0) from {source} are"
         raise ValueError(f"{start} not small: every mode starts above half of its saturation "
-                         f"r_k/C_kk (max {np.max(zinf):.3g}); start from smaller weights")
+                         f"r_k/C_kk (max {np.max(zinf):.3g}); start from smaller weights"
+                         + (f". Also, {unbalanced}" if unbalanced else ""))
     t_flow = np.full(pp, np.inf)
     t_flow[on] = switch_on_time_exact(r[on], c[on], z0[on])
+    order = np.flatnonzero(on)[np.argsort(t_flow[on], kind="stable")]
+    capped = np.array([], dtype=int)
+    if width_d is not None and commuting_error > COMMUTE_WARN and order.size > width_d:
+        # M(t) = W W^T keeps rank <= d; without a common eigenbasis each mode that switches on
+        # is an eigen-direction of M (Theorem 7, Eq. 41: rank M(t) = rank M(0)), so only the
+        # first d modes in order can switch on
+        capped = order[width_d:]
+        order = order[:width_d]
+        on[capped] = False
+        t_flow[capped] = np.inf
     # GD: a small z_k grows by (1 + lr r_k/2)^2 per step; keep the saturation r_k/C_kk
     r_gd = (2.0 / lr) * np.log1p(lr * r[on] / 2.0)
     t_gd = np.full(pp, np.inf)
     t_gd[on] = switch_on_time_exact(r_gd, c[on] * r_gd / r[on], z0[on]) / lr
-    order = np.flatnonzero(on)[np.argsort(t_flow[on], kind="stable")]
-    plateaus = _plateaus(lam, target, order)
+    if factored:
+        plateaus = _plateaus_gram(gram, lam_t, float(target @ target), order, m)
+    else:
+        plateaus = _plateaus(lam, target, order, m)
     sub = C[np.ix_(order, order)]
     norm = np.sqrt(np.outer(np.diag(sub), np.diag(sub)))
     coupling = float(np.max(np.abs(sub - np.diag(np.diag(sub))) / norm, initial=0.0))
     lr_max = stable_lr(r)
 
+    if capped.size:
+        warnings.warn(
+            f"the width d = {width_d} ({width_from}) is below the {order.size + capped.size} modes that would "
+            f"switch on, and the data matrices do not commute (commuting_error = {commuting_error:.3g}): "
+            f"M = W W^T has rank <= d, so only the first {width_d} switch on; modes {capped.tolist()} are left "
+            "out (switches_on False, infinite times) and the plateaus stop after the first d",
+            UserWarning,
+            stacklevel=2,
+        )
+    big = order[z0[order] >= SMALL_START * zinf_all[order]]
+    if big.size:
+        ratio = z0[big] / zinf_all[big]
+        warnings.warn(
+            f"the start is not small: z_k(0)/z_k^inf = {np.array2string(ratio, precision=3)} for mode(s) "
+            f"{big.tolist()} (at least {SMALL_START:g}; z_k^inf = r_k/C_kk is the saturation); the forecast "
+            "assumes z_k(0) << z_k^inf (Eq. 43), so these modes do not switch on suddenly and their switch-on "
+            "steps (possibly 0) are not a plateau's end; start from smaller weights",
+            UserWarning,
+            stacklevel=2,
+        )
+    if unbalanced:
+        warnings.warn(unbalanced, UserWarning, stacklevel=2)
     if lr >= lr_max:
         warnings.warn(
             f"lr = {lr:.4g} is outside the stable range of gradient descent: lr must be below {lr_max:.4g} "
@@ -507,7 +668,7 @@ def predict_learning(
             UserWarning,
             stacklevel=2,
         )
-    silent = np.flatnonzero(grow & ~on)
+    silent = np.flatnonzero(grow & (z0 <= 0))
     if silent.size:
         warnings.warn(
             f"{silent.size} growing mode(s) {silent.tolist()} start at z_k(0) = 0 ({source}) and never switch on: "

@@ -206,7 +206,8 @@ def span_coordinates(M: object, projectors: object) -> tuple[np.ndarray, np.ndar
     M = as_array("M", M)
     if M.ndim < 2:
         raise ValueError(f"M must have shape (..., p, p), got {M.shape}")
-    Pi, ranks = _projectors(projectors, M.shape[-1])
+    Pi0 = as_array("projectors", projectors, ndim=3)
+    Pi, ranks = _projectors(Pi0, Pi0.shape[-1])  # the projectors fix p; M is checked against them
     check_shape("M", M, (*M.shape[:-2], Pi.shape[1], Pi.shape[1]))
     z = np.einsum("...ij,aji->...a", M, Pi) / ranks
     rest = M - np.einsum("...a,aij->...ij", z, Pi)

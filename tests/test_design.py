@@ -157,10 +157,10 @@ def test_f0_is_subtracted_and_vector_outputs_flatten():
     Y = np.stack([y1 + 1.0, 2 * y1 - 0.5], axis=1)
     fc = predict_learning(f, list(X), Y, 3, eps=1e-6, lr=0.01)
     np.testing.assert_allclose(fc.f0, np.tile([1.0, -0.5], len(X)), atol=1e-12)
-    n = 2 * len(X)
+    m = len(X)  # Eq. 26: the loss sums over the V = 2 outputs and averages over the m inputs
     lam = np.repeat(X, 2, axis=0) * np.tile([1.0, 2.0], len(X))[:, None]
     tgt = np.stack([y1, 2 * y1], axis=1).ravel()
-    r_hand = np.sort(8 / n * lam.T @ tgt)[::-1]
+    r_hand = np.sort(8 / m * lam.T @ tgt)[::-1]
     np.testing.assert_allclose(fc.rates, r_hand, atol=1e-10)
 
 

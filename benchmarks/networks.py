@@ -1,0 +1,270 @@
+"""An MNIST-size network in nqf_lite: expansion, a closed step, a forecast, and two baselines.
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/networks.py [--repeats 2] [--quick]
+
+The network is ``nn.Sequential(nn.Linear(784, 64), nn.Tanh(), nn.Linear(64, 10))`` on
+``m = 60,000`` synthetic inputs in ``[0, 1]^784`` (the size of MNIST's training set;
+no download) with one-hot labels.  Every measurement runs in a fresh Python process
+(its peak resident memory is that process's ``ru_maxrss``, torch and numpy included)
+and is repeated ``--repeats`` times:
+
+- ``expand``: :func:`nqf_lite.expand_dataset` (factored, Proposition 1, float32 storage);
+- ``steps``: one closed step inside ``train_closed`` (validated once per loop), one
+  validated ``closed_step`` call, one ``gd_step`` at width 64, and ``predict_learning``;
+- ``hessian``: the plain torch baseline, ``vmap(hessian)`` of the two-unit function at
+  ``W = 0`` on a few inputs (what a dense expansion computes per input), extrapolated to 60,000;
+- ``sgd``: one full-batch step of ``torch.optim.SGD`` on the network itself (float32);
+- growth with the width ``H`` and the number of inputs ``m``.
+
+Not a test: the numbers depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _net(H: int):
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(784, H), nn.Tanh(), nn.Linear(H, 10))
+
+
+def _data(m: int):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = rng.random((m, 784), dtype=np.float32)
+    Y = np.eye(10)[rng.integers(0, 10, m)]
+    return X, Y
+
+
+def _peak_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def part_expand(H: int, m: int) -> dict:
+    import numpy as np
+
+    import nqf_lite as nl
+
+    X, _ = _data(m)
+    net = _net(H)
+    base = _peak_mb()
+    t, c = time.perf_counter(), time.process_time()
+    nqf = nl.expand_dataset(net, X, dtype=np.float32, progress=False)
+    return {"expand_s": time.perf_counter() - t, "expand_cpu_s": time.process_time() - c,
+            "peak_mb": _peak_mb(), "before_mb": base,
+            "nqf_mb": nqf.nbytes / 2**20, "inputs_mb": X.nbytes / 2**20}
+
+
+def part_steps(H: int, m: int) -> dict:
+    import warnings
+
+    import numpy as np
+
+    import nqf_lite as nl
+
+    X, Y = _data(m)
+    net = _net(H)
+    nqf = nl.expand_dataset(net, X, dtype=np.float32, progress=False)
+    units = nl.module_units(net)
+    W = 1e-3 * np.random.default_rng(1).standard_normal((units.p, units.d))
+    M, mu = nl.moments(W)
+    lr = 0.05
+    out = {}
+
+    def timed(name, fn, k=1):
+        t, c = time.perf_counter(), time.process_time()
+        fn()
+        out[name + "_s"] = (time.perf_counter() - t) / k
+        out[name + "_cpu_s"] = (time.process_time() - c) / k
+
+    timed("train_closed_per_step", lambda: nqf.train_closed(M, mu, units.d, Y, lr, 5, record="loss"), 5)
+    timed("closed_step_validated", lambda: nqf.closed_step(M, mu, units.d, Y, lr))
+    timed("gd_step", lambda: nqf.gd_step(W, Y, lr))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        timed("forecast", lambda: nl.predict_learning(nqf, y=Y, W0=W, lr=lr))
+    out["peak_mb"] = _peak_mb()
+    return out
+
+
+def part_hessian(H: int, n_inputs: int = 4) -> dict:
+    import torch
+
+    net = _net(H).double()
+    X, _ = _data(n_inputs)
+    w1, b1, w2 = net[0].weight.detach(), net[0].bias.detach(), net[2].weight.detach()
+    c = net[2].bias.detach()
+    p = 784 + 1 + 10
+
+    def two_units(theta, x):  # units 0 and 1 from theta, the others zero (the point W = 0)
+        u = theta.reshape(2, p)
+        hidden = torch.tanh(u[:, :784] @ x + u[:, 784])
+        return c + u[:, 785:].T @ hidden
+
+    hess = torch.func.vmap(torch.func.hessian(two_units), in_dims=(None, 0))
+    theta0 = torch.zeros(2 * p, dtype=torch.float64)
+    del w1, b1, w2
+    Xt = torch.tensor(X, dtype=torch.float64)
+    t = time.perf_counter()
+    hess(theta0, Xt[:1])
+    first = time.perf_counter() - t
+    t, c = time.perf_counter(), time.process_time()
+    hess(theta0, Xt)
+    per = (time.perf_counter() - t) / n_inputs
+    return {"first_s": first, "per_input_s": per, "per_input_cpu_s": (time.process_time() - c) / n_inputs,
+            "extrapolated_60000_h": per * 60000 / 3600,
+            "dense_A_per_input_mb": 10 * p * p * 8 / 2**20, "peak_mb": _peak_mb()}
+
+
+def part_sgd(H: int, m: int) -> dict:
+    import torch
+
+    X, Y = _data(m)
+    net = _net(H)
+    Xt, Yt = torch.tensor(X), torch.tensor(Y, dtype=torch.float32)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+
+    def step():
+        opt.zero_grad()
+        loss = ((net(Xt) - Yt) ** 2).sum(1).mean()
+        loss.backward()
+        opt.step()
+
+    step()
+    t, c = time.perf_counter(), time.process_time()
+    for _ in range(5):
+        step()
+    return {"sgd_step_s": (time.perf_counter() - t) / 5, "sgd_step_cpu_s": (time.process_time() - c) / 5,
+            "peak_mb": _peak_mb()}
+
+
+PARTS = {"expand": part_expand, "steps": part_steps, "hessian": part_hessian, "sgd": part_sgd}
+
+
+def run(part: str, **kw) -> dict:
+    cmd = [sys.executable, __file__, "--part", part, "--kw", json.dumps(kw)]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--part")
+    ap.add_argument("--kw", default="{}")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="skip the growth tables")
+    args = ap.parse_args()
+    if args.part:
+        sys.path.insert(0, str(ROOT))
+        print(json.dumps(PARTS[args.part](**json.loads(args.kw))))
+        return
+    results: dict = {"main": [], "growth_width": [], "growth_inputs": []}
+    for r in range(args.repeats):
+        row = {"repeat": r}
+        row.update({f"expand.{k}": v for k, v in run("expand", H=64, m=60000).items()})
+        row.update({f"steps.{k}": v for k, v in run("steps", H=64, m=60000).items()})
+        row.update({f"hessian.{k}": v for k, v in run("hessian", H=64).items()})
+        row.update({f"sgd.{k}": v for k, v in run("sgd", H=64, m=60000).items()})
+        import os
+
+        row["load_average"] = os.getloadavg()[0]
+        results["main"].append(row)
+        print(json.dumps(row), flush=True)
+        if args.quick or r > 0:  # the growth tables once
+            continue
+        for H in (16, 64, 256):
+            g = {"H": H, "repeat": r}
+            g.update({f"expand.{k}": v for k, v in run("expand", H=H, m=60000).items()})
+            g.update({f"steps.{k}": v for k, v in run("steps", H=H, m=60000).items()})
+            g.update({f"sgd.{k}": v for k, v in run("sgd", H=H, m=60000).items()})
+            results["growth_width"].append(g)
+            print(json.dumps(g), flush=True)
+        for m in (6000, 20000, 60000):
+            g = {"m": m, "repeat": r}
+            g.update({f"expand.{k}": v for k, v in run("expand", H=64, m=m).items()})
+            g.update({f"steps.{k}": v for k, v in run("steps", H=64, m=m).items()})
+            results["growth_inputs"].append(g)
+            print(json.dumps(g), flush=True)
+    (ROOT / "benchmarks" / "networks.json").write_text(json.dumps(results, indent=1))
+    (ROOT / "benchmarks" / "networks.md").write_text("\n".join(render(results)) + "\n")
+
+
+def _f(x: float, nd: int = 2) -> str:
+    return f"{x:.{nd}f}"
+
+
+def render(results: dict) -> list[str]:
+    """Markdown of :func:`main`'s results (read by ``benchmarks/run.py`` into ``RESULTS.md``)."""
+    out = [
+        "`nn.Sequential(nn.Linear(784, 64), nn.Tanh(), nn.Linear(64, 10))` on 60,000 synthetic inputs in "
+        "[0, 1]^784 with one-hot labels (`benchmarks/networks.py`; each measurement in a fresh process, "
+        "wall time and the process's CPU time, peak resident memory including torch). Goals: expansion "
+        "<= 60 s and <= 1 GB on 2 cores; one closed step and one forecast <= 1 s.",
+        "",
+        "| repeat | load avg | expand s (CPU s) | expand peak MB (before) | coefficients MB (inputs MB) "
+        "| closed step in `train_closed` s (CPU) | `closed_step` call s (CPU) | `gd_step` s (CPU) "
+        "| forecast s (CPU) | torch SGD step s (CPU) | `vmap(hessian)` s/input (CPU) | its 60,000 inputs, h "
+        "| dense A MB/input |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results["main"]:
+        g = r.get
+        out.append(
+            f"| {r['repeat']} | {_f(g('load_average', float('nan')), 1)} "
+            f"| {_f(g('expand.expand_s'))} ({_f(g('expand.expand_cpu_s', float('nan')))}) "
+            f"| {g('expand.peak_mb'):.0f} ({g('expand.before_mb'):.0f}) "
+            f"| {g('expand.nqf_mb'):.0f} ({g('expand.inputs_mb'):.0f}) "
+            f"| {_f(g('steps.train_closed_per_step_s'))} ({_f(g('steps.train_closed_per_step_cpu_s', float('nan')))}) "
+            f"| {_f(g('steps.closed_step_validated_s'))} ({_f(g('steps.closed_step_validated_cpu_s', float('nan')))}) "
+            f"| {_f(g('steps.gd_step_s'))} ({_f(g('steps.gd_step_cpu_s', float('nan')))}) "
+            f"| {_f(g('steps.forecast_s'))} ({_f(g('steps.forecast_cpu_s', float('nan')))}) "
+            f"| {_f(g('sgd.sgd_step_s'))} ({_f(g('sgd.sgd_step_cpu_s', float('nan')))}) "
+            f"| {_f(g('hessian.per_input_s'))} ({_f(g('hessian.per_input_cpu_s', float('nan')))}) "
+            f"| {g('hessian.extrapolated_60000_h'):.0f} | {g('hessian.dense_A_per_input_mb'):.0f} |"
+        )
+    if results["growth_width"]:
+        out += ["", "Growth with the hidden width H (m = 60,000):", "",
+                "| H | expand s (CPU) | peak MB | closed step s (CPU) | forecast s (CPU) | torch SGD step s (CPU) |",
+                "|---|---|---|---|---|---|"]
+        for r in results["growth_width"]:
+            g = r.get
+            out.append(
+                f"| {r['H']} | {_f(g('expand.expand_s'))} ({_f(g('expand.expand_cpu_s', float('nan')))}) "
+                f"| {g('expand.peak_mb'):.0f} "
+                f"| {_f(g('steps.train_closed_per_step_s'))} ({_f(g('steps.train_closed_per_step_cpu_s', float('nan')))}) "
+                f"| {_f(g('steps.forecast_s'))} ({_f(g('steps.forecast_cpu_s', float('nan')))}) "
+                f"| {_f(g('sgd.sgd_step_s'))} ({_f(g('sgd.sgd_step_cpu_s', float('nan')))}) |"
+            )
+    if results["growth_inputs"]:
+        out += ["", "Growth with the number of inputs m (H = 64):", "",
+                "| m | expand s (CPU) | peak MB | coefficients MB | closed step s (CPU) | forecast s (CPU) |",
+                "|---|---|---|---|---|---|"]
+        for r in results["growth_inputs"]:
+            g = r.get
+            out.append(
+                f"| {r['m']:,} | {_f(g('expand.expand_s'))} ({_f(g('expand.expand_cpu_s', float('nan')))}) "
+                f"| {g('expand.peak_mb'):.0f} | {g('expand.nqf_mb'):.0f} "
+                f"| {_f(g('steps.train_closed_per_step_s'))} ({_f(g('steps.train_closed_per_step_cpu_s', float('nan')))}) "
+                f"| {_f(g('steps.forecast_s'))} ({_f(g('steps.forecast_cpu_s', float('nan')))}) |"
+            )
+    return out
+
+
+if __name__ == "__main__":
+    main()
