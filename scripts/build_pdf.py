@@ -62,6 +62,8 @@ CHROMIUM_ARGS = [
 MARGIN = {"top": "17mm", "bottom": "16mm", "left": "15mm", "right": "15mm"}
 #: print output images at this resolution or finer (a bitmap is shrunk to reach it, never enlarged)
 MIN_PPI = 200
+#: a code frame taller than this (CSS px; a printed page holds about 1000) may break across pages
+LONG_PX = 600
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from toc_notebooks import toc_documents  # noqa: E402
@@ -82,22 +84,24 @@ PRINT_CSS = """
   html, body { background: #fff !important; }
   /* shadows would be printed as bitmaps: a flat page prints faster and smaller */
   * { box-shadow: none !important; text-shadow: none !important; }
-  /* a code cell: one piece when short; when long, it breaks and each piece keeps its frame */
-  div.cell div.cell_input, div.highlight, div.cell_output pre, div.output pre {
+  /* a code frame (a cell's input, a literal block, an output) is one piece when short; a long one
+     breaks, and each piece keeps its frame. The outermost frame decides: what is inside never
+     avoids a break on its own (a nested "avoid" pushes the code away from its empty frame). */
+  div.cell_input, div[class*="highlight-"], div.highlight, pre, div.cell_output div.output {
+    display: block !important;
     break-inside: avoid;
     -webkit-box-decoration-break: clone;
     box-decoration-break: clone;
   }
-  div.cell_input.print-long, div.highlight.print-long, pre.print-long {
-    break-inside: auto !important;
-  }
+  div.cell_input *, div[class*="highlight-"] *, .print-long, .print-long * { break-inside: auto !important; }
+  pre { orphans: 3; widows: 3; }
   /* a scrolling box cannot be split across pages: in print nothing scrolls, long lines wrap */
   pre, div.highlight, div.cell_input, div.cell_output, .scroll-cue {
     overflow: visible !important;
     max-height: none !important;
   }
   pre { white-space: pre-wrap !important; word-break: break-word; }
-  div.highlight { display: block !important; }
+  button.toggle-button, .toggle-button { display: none !important; }
   figure, figure img, .math, mjx-container[display="true"] { break-inside: avoid; }
   figcaption { break-before: avoid; }
   h1, h2, h3, h4 { break-after: avoid; }
@@ -144,7 +148,10 @@ LINKS_JS = """
 #: long code cells may break (short ones stay whole); bitmaps printed at >= MIN_PPI
 LAYOUT_JS = """
 ([minPpi, longPx]) => {
-  for (const el of document.querySelectorAll('div.cell_input, div.highlight, pre')) {
+  // paper cannot unfold: folded notes and solutions print open (an empty, folded box is no use)
+  for (const el of document.querySelectorAll('.toggle-hidden')) el.classList.remove('toggle-hidden');
+  for (const el of document.querySelectorAll('details.dropdown, div.dropdown details')) el.open = true;
+  for (const el of document.querySelectorAll('div.cell_input, div[class*="highlight-"], div.highlight, pre, div.cell_output div.output')) {
     if (el.getBoundingClientRect().height > longPx) el.classList.add('print-long');
   }
   // a figure is tagged as a group (/Div) holding the image (/Figure, with its text alternative)
@@ -229,7 +236,7 @@ def _ready(page, url: str) -> None:
     page.wait_for_function("() => Array.from(document.images).every(i => i.complete)")
     page.emulate_media(media="print")
     page.add_style_tag(content=PRINT_CSS)
-    page.evaluate(LAYOUT_JS, [MIN_PPI, 520])
+    page.evaluate(LAYOUT_JS, [MIN_PPI, LONG_PX])
 
 
 def _pdf(page, path: Path, head: str) -> None:
@@ -378,24 +385,30 @@ def _destination_pages(path: Path) -> dict[str, int]:
 
 
 def print_book(page, url: str, published: str) -> tuple[Path, int]:
+    """Print the book twice in one loaded page: once to learn where each entry of the contents
+    lands, once with those page numbers filled in (the same pagination: a number keeps its width)."""
     document, entries, title = book_html(published)
     SCRATCH.mkdir(parents=True, exist_ok=True)
-    target = SCRATCH / "book.html"
+    (SCRATCH / "book.html").write_text(document.replace("<!--CONTENTS-->", _contents(entries, None)), encoding="utf-8")
     path = OUT / "book.pdf"
-    pages: dict[str, int] | None = None
-    for attempt in range(2):
-        target.write_text(document.replace("<!--CONTENTS-->", _contents(entries, pages)), encoding="utf-8")
-        _ready(page, f"{url}/_print/book.html")
-        _pdf(page, path, "")
-        found = _destination_pages(path)
-        missing = [a for _, a, _ in entries if a not in found]
-        if missing:
-            raise RuntimeError(f"book.pdf: no destination for the contents' entries {missing[:5]}")
-        if pages == {a: found[a] for _, a, _ in entries}:
-            break
-        pages = {a: found[a] for _, a, _ in entries}
-        if attempt == 1:
-            raise RuntimeError("book.pdf: the contents' page numbers moved between the two printings")
+    _ready(page, f"{url}/_print/book.html")
+    _pdf(page, path, "")
+    first = _destination_pages(path)
+    missing = [a for _, a, _ in entries if a not in first]
+    if missing:
+        raise RuntimeError(f"book.pdf: no destination for the contents' entries {missing[:5]}")
+    pages = {a: first[a] for _, a, _ in entries}
+    page.evaluate(
+        """(pages) => { for (const li of document.querySelectorAll('nav.print-toc li')) {
+             const a = li.querySelector('a'); const n = pages[a.getAttribute('href').slice(1)];
+             li.querySelector('.toc-page').textContent = String(n); } }""",
+        pages,
+    )
+    _pdf(page, path, "")
+    second = _destination_pages(path)
+    moved = [a for a in pages if second.get(a) != pages[a]]
+    if moved:
+        raise RuntimeError(f"book.pdf: the contents' page numbers moved between the two printings: {moved[:5]}")
     shutil.rmtree(SCRATCH, ignore_errors=True)
     return path, len(PdfReader(str(path)).pages)
 
