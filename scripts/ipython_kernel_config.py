@@ -21,3 +21,5 @@ logging.getLogger("IPKernelApp").addFilter(_NoTransportNotice())
 # the printed PDFs (scripts/build_pdf.py), at the same size on the page as before.
 c = get_config()  # noqa: F821 -- provided by IPython when it loads this file
 c.InlineBackend.figure_formats = {"svg"}
+# the pixels inside a vector figure (an image of a matrix) at print resolution, not the screen's 100
+c.InlineBackend.print_figure_kwargs = {"bbox_inches": "tight", "dpi": 250}
