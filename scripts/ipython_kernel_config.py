@@ -16,3 +16,10 @@ class _NoTransportNotice(logging.Filter):
 
 
 logging.getLogger("IPKernelApp").addFilter(_NoTransportNotice())
+
+# Figures are drawn as SVG in the build: vector graphics, sharp on a screen of any density and in
+# the printed PDFs (scripts/build_pdf.py), at the same size on the page as before.
+c = get_config()  # noqa: F821 -- provided by IPython when it loads this file
+c.InlineBackend.figure_formats = {"svg"}
+# the pixels inside a vector figure (an image of a matrix) at print resolution, not the screen's 100
+c.InlineBackend.print_figure_kwargs = {"bbox_inches": "tight", "dpi": 250}

@@ -18,6 +18,8 @@ from nqf_lite.exercises import (
     Exercise,
     ExerciseWrong,
     NotAnswered,
+    EQUATIONS,
+    SLIPS,
     STRICT_ENV,
     check,
     register,
@@ -67,11 +69,80 @@ def coding_exercises(path: Path) -> list[tuple[str, list[dict]]]:
 @pytest.mark.parametrize("key", sorted(EXERCISES))
 def test_every_wrong_answer_is_rejected_with_a_hint(key):
     exercise = EXERCISES[key]
-    for answer, given in exercise.wrong:
+    for answer, given, *_ in exercise.wrong:
         hint = exercise.judge(answer, **given)
         assert isinstance(hint, str) and hint.strip(), f"{key}: judge accepted a wrong answer {answer!r}"
         with pytest.raises(ExerciseWrong, match=re.escape(key)):
             check(key, answer, **given)
+
+
+SLIPPED = [(k, i) for k, e in sorted(EXERCISES.items()) for i, w in enumerate(e.wrong) if len(w) == 3]
+
+
+def test_the_common_slips_are_listed():
+    """Each kind of slip (sign, factor 2, log base) is exercised by several exercises' wrong answers."""
+    kinds = [EXERCISES[k].wrong[i][2] for k, i in SLIPPED]
+    assert set(kinds) == set(SLIPS), kinds
+    assert all(kinds.count(kind) >= 3 for kind in SLIPS), kinds
+
+
+@pytest.mark.parametrize(("key", "index"), SLIPPED)
+def test_every_listed_slip_gets_its_specific_hint(key, index):
+    """A sign slip is told its sign, a missing 1/2 its factor, a log10 its base: never a generic hint."""
+    answer, given, slip = EXERCISES[key].wrong[index]
+    hint = EXERCISES[key].judge(answer, **given)
+    assert isinstance(hint, str), f"{key}: the {slip} slip is accepted"
+    assert any(phrase in hint for phrase in SLIPS[slip]), f"{key}: the {slip} slip gets the hint {hint!r}"
+    assert "does not match" not in hint and "constant factor" not in hint, hint
+    others = [p for kind, phrases in SLIPS.items() if kind != slip for p in phrases]
+    assert not any(p in hint for p in others), f"{key}: the {slip} slip gets another slip's hint: {hint!r}"
+
+
+@pytest.mark.parametrize(
+    ("ratio", "slip"),
+    [(-1.0, "sign"), (2.0, "factor 2"), (0.5, "factor 2"), (1 / np.log(10), "log base"),
+     (np.log(10), "log base"), (1 / np.log(2), "log base")],
+)
+@pytest.mark.parametrize("shape", [(), (3,), (2, 2)])
+def test_compare_arrays_names_each_common_slip(ratio, slip, shape):
+    expected = np.arange(1.0, 1.0 + np.prod(shape, dtype=int)).reshape(shape) ** 1.5
+    hint = compare_arrays(ratio * expected, expected, what="x")
+    assert any(p in hint for p in SLIPS[slip]), hint
+    assert compare_arrays(1.7 * expected, expected, what="x") is not None
+
+
+def _book():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import editions
+
+    return editions.load_book(ROOT)
+
+
+def test_equations_are_cited_as_the_pages_number_them():
+    """A note or a hint cites an equation by the number the reader sees (Eq. (4.4)), never the paper's."""
+    book = _book()
+    for label, number in EQUATIONS.items():
+        assert label in book.labels and book.labels[label].kind == "equation", f"no equation {label}"
+        assert book.labels[label].number == number, (
+            f"{label} is Eq. ({book.labels[label].number}) in the book, EQUATIONS says ({number})"
+        )
+    paper_style = re.compile(r"\bEqs?\.\s*\d|\bEq\s*\d|\bProp\.\s*\d+\s*(?!of the paper)|\bApp\.\s*[A-C]")
+    texts = [(k, e.task) for k, e in EXERCISES.items()]
+    for key, exercise in EXERCISES.items():
+        texts += [(key, exercise.judge(w[0], **w[1]) or "") for w in exercise.wrong]
+    for key, text in texts:
+        assert not paper_style.search(text), f"{key}: {text!r} cites the paper's numbering"
+    tasks = " ".join(e.task for e in EXERCISES.values())
+    assert len(re.findall(r"Eqs?\. \(\d+\.\d+\)", tasks)) >= 6, "the tasks cite the book's equations"
+
+
+def test_not_answered_note_cites_the_book_equation(capsys, monkeypatch):
+    monkeypatch.delenv(STRICT_ENV, raising=False)
+    verdict = check("ex-ch4-closure", ...)
+    assert not verdict
+    assert "Eqs. (4.4)–(4.5)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("key", sorted(EXERCISES))
@@ -120,8 +191,10 @@ def test_check_right_wrong_and_unanswered(capsys, monkeypatch):
     right = np.array([[0.5, 1.0], [1.0, 2.0]])  # written out by hand
     verdict = check("ex-ch99-toy", right, x=x)
     assert verdict and capsys.readouterr().out == "✓ ex-ch99-toy: correct.\n"
-    with pytest.raises(ExerciseWrong, match="constant factor"):
+    with pytest.raises(ExerciseWrong, match="twice what it should be"):
         check("ex-ch99-toy", 2 * right, x=x)
+    with pytest.raises(ExerciseWrong, match="constant factor"):
+        check("ex-ch99-toy", 3 * right, x=x)
     with pytest.raises(ExerciseWrong, match="shape"):
         check("ex-ch99-toy", right[0], x=x)
     unanswered = check("ex-ch99-toy", ..., x=x)

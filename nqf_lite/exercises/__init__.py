@@ -38,6 +38,7 @@ __all__ = [
     "STRICT_ENV",
     "Verdict",
     "check",
+    "eq",
     "register",
 ]
 
@@ -47,6 +48,39 @@ _KEY = re.compile(r"^ex-ch\d{1,2}-[a-z0-9][a-z0-9\-]*$")
 
 #: a judge: ``judge(answer, **given) -> None`` when right, else a hint (never the solution)
 Judge = Callable[..., "str | None"]
+
+
+#: the common slips a judge recognises, with the words its hint must contain (one of them)
+SLIPS: dict[str, tuple[str, ...]] = {
+    "sign": ("wrong sign",),
+    "factor 2": ("twice what it should be", "half what it should be"),
+    "log base": ("natural logarithm",),
+}
+
+#: the numbers the book's pages give the equations the exercises cite (label -> number). A note or
+#: a hint speaks the reader's language: "Eq. (4.4)" as the page shows it, not the paper's numbering.
+#: tests/test_exercises.py checks every entry against the chapters' own numbering.
+EQUATIONS: dict[str, str] = {
+    "eq-ch1-general": "1.6",
+    "eq-ch4-dmu": "4.4",
+    "eq-ch4-dM": "4.5",
+    "eq-ch4-ntk": "4.9",
+    "eq-ch6-switch-on": "6.5",
+    "eq-ch6-thm16-constants": "6.12",
+    "eq-ch7-keff": "7.4",
+    "eq-ch7-fourier-modes": "7.8",
+    "eq-ch8-tstar": "8.5",
+    "eq-ch9-dmu": "9.6",
+    "eq-ch9-dM": "9.7",
+}
+
+
+def eq(*labels: str) -> str:
+    """``"Eq. (4.4)"`` or ``"Eqs. (4.4)–(4.5)"``: equations as the book's pages number them."""
+    numbers = [f"({EQUATIONS[label]})" for label in labels]
+    if len(numbers) == 1:
+        return f"Eq. {numbers[0]}"
+    return "Eqs. " + ("–".join(numbers) if len(numbers) == 2 else ", ".join(numbers))
 
 
 class ExerciseWrong(AssertionError):
@@ -75,9 +109,10 @@ class Exercise:
         The names of the inputs :func:`check` must receive along with the answer (the data of
         the student's notebook, e.g. ``X``), in ``check(key, answer, X=X)``; empty when the
         exercise fixes its own data.
-    wrong : tuple of (answer, dict)
+    wrong : tuple of (answer, dict) or (answer, dict, slip)
         Wrong answers with the inputs to judge them on; the unit tests assert that the judge
-        rejects each one.  At least one.
+        rejects each one.  At least one.  ``slip`` names a common slip (a key of :data:`SLIPS`:
+        ``"sign"``, ``"factor 2"``, ``"log base"``) whose specific hint the judge must give.
     """
 
     key: str
@@ -98,9 +133,21 @@ class Exercise:
         if not self.wrong:
             raise ValueError(f"{self.key}: list at least one wrong answer the judge must reject")
         for answer_given in self.wrong:
-            if not (isinstance(answer_given, tuple) and len(answer_given) == 2
+            if not (isinstance(answer_given, tuple) and len(answer_given) in (2, 3)
                     and isinstance(answer_given[1], Mapping)):
-                raise TypeError(f"{self.key}: each wrong entry is (answer, given dict), got {answer_given!r}")
+                raise TypeError(
+                    f"{self.key}: each wrong entry is (answer, given dict[, slip]), got {answer_given!r}"
+                )
+            if len(answer_given) == 3 and answer_given[2] not in SLIPS:
+                raise ValueError(f"{self.key}: a slip is one of {sorted(SLIPS)}, got {answer_given[2]!r}")
+
+    @property
+    def slips(self) -> list[tuple[Any, Mapping[str, Any], str]]:
+        """The wrong answers that are a common slip (sign, factor 2, log base): ``(answer, given, slip)``.
+
+        Each must get the slip's own hint, not a generic one (the unit tests check it).
+        """
+        return [w for w in self.wrong if len(w) == 3]
 
     @property
     def chapter(self) -> int:

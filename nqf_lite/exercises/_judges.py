@@ -14,6 +14,30 @@ __all__ = ["as_floats", "call_student", "close", "compare_arrays", "compare_numb
 
 #: factors by which a scalar answer is most often off (a missing 1/2, a doubled term)
 SIMPLE_FACTORS = (2.0, 0.5, 4.0, 0.25)
+#: the common slips by a constant factor, as (answer / right answer, hint); a hint is completed
+#: with the name of the answer. The book's logarithms are natural logarithms throughout.
+FACTOR_SLIPS = (
+    (2.0, "is twice what it should be: a factor 1/2 is missing (the 1/2 of a Taylor term, of a "
+          "quadratic form, or of a symmetrised matrix?)."),
+    (0.5, "is half what it should be: a factor 2 is missing (the derivative of a square, or both "
+          "orders of a product?)."),
+    (4.0, "is four times what it should be: two factors 1/2 are missing."),
+    (0.25, "is a quarter of what it should be: two factors 2 are missing."),
+    (1 / np.log(10), "is off by the factor 1/ln 10: a base-10 logarithm (np.log10) where the "
+                     "formula has the natural logarithm ln (np.log)."),
+    (np.log(10), "is off by the factor ln 10: the formula's logarithm is the natural logarithm "
+                 "(np.log), but a base-10 logarithm enters somewhere else, e.g. on the other axis."),
+    (1 / np.log(2), "is off by the factor 1/ln 2: a base-2 logarithm (np.log2) where the formula has "
+                    "the natural logarithm ln (np.log)."),
+    (np.log(2), "is off by the factor ln 2: the formula's logarithm is the natural logarithm "
+                "(np.log), but a base-2 logarithm enters somewhere else."),
+)
+def factor_hint(what: str, ratio: float) -> str | None:
+    """The hint for an answer that is ``ratio`` times the right one, when the ratio is a common slip."""
+    for factor, hint in FACTOR_SLIPS:
+        if np.isclose(ratio, factor, rtol=1e-6):
+            return f"{what} {hint}"
+    return None
 
 
 def _as_real_array(answer: Any, what: str) -> tuple[np.ndarray | None, str | None]:
@@ -77,12 +101,14 @@ def compare_arrays(
     if a.ndim == 2 and a.shape[0] == a.shape[1] and np.allclose(a.T, expected, rtol=rtol, atol=atol):
         return f"{what} is the transpose of what it should be."
     if np.allclose(-a, expected, rtol=rtol, atol=atol):
-        return f"{what} has the wrong sign."
+        return f"{what} has the wrong sign: a minus sign is dropped or doubled somewhere."
     scale = np.vdot(a, expected) / max(np.vdot(a, a), 1e-300)
-    if a.size > 1 and scale != 0 and np.allclose(scale * a, expected, rtol=rtol, atol=atol):
-        return f"{what} is off by a constant factor: check the constants (a 1/2, a 2, a width d)."
-    if a.size == 1 and any(np.isclose(scale, f, rtol=1e-6) for f in SIMPLE_FACTORS):
-        return f"{what} is off by a simple factor (2, 4 or their inverses): check the constants."
+    if scale != 0 and np.allclose(scale * a, expected, rtol=rtol, atol=atol):
+        hint = factor_hint(what, 1.0 / scale)
+        if hint:
+            return hint
+        if a.size > 1:
+            return f"{what} is off by a constant factor: check the constants (a 1/2, a 2, a width d)."
     return f"{what} does not match: check the formula term by term on a small case."
 
 

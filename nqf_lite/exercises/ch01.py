@@ -14,7 +14,7 @@ import numpy as np
 from .. import architectures as ar
 from ..expansion import expand
 from ..higher_order import theorem13
-from . import Exercise, register
+from . import Exercise, eq, register
 from ._judges import as_floats, compare_arrays, compare_number
 
 __all__: list[str] = []
@@ -74,7 +74,15 @@ def judge_moments(answer: Any, x: Any, W: Any) -> str | None:
         if np.isclose(value, trace_only) and not np.isclose(value, expected):
             return (
                 "nqf_mf is the form of Theorem 1 of the paper alone; this "
-                "module is not ZGZ, so Eq. 20 of the paper has more terms."
+                f"module is not ZGZ, so its form, {eq('eq-ch1-general')}, "
+                "has more terms."
+            )
+        doubled = expected + (expected - no_B)
+        if np.isclose(value, doubled) and not np.isclose(value, expected):
+            return (
+                "the coupling term mu^T B mu of nqf_mf is twice what it should "
+                "be: B is half the mixed block of the Hessian, so the 1/2 of "
+                "the Taylor expansion is already in it."
             )
         if np.isclose(value, no_B) and not np.isclose(value, expected):
             return (
@@ -101,8 +109,8 @@ def _wrong_moments() -> tuple[tuple[Any, dict[str, Any]], ...]:
     return (
         (trace, given),  # Tr[MA] only, as if the module were ZGZ
         (full - coupling, given),  # without mu^T B mu
-        (full + coupling, given),  # B without its 1/2
-        (-full, given),  # the wrong sign
+        (full + coupling, given, "factor 2"),  # B without its 1/2
+        (-full, given, "sign"),  # the wrong sign
     )
 
 
@@ -149,7 +157,7 @@ def _wrong_hessian() -> tuple[tuple[Any, dict[str, Any]], ...]:
     given = {"x": _X}
     return (
         (A + B, given),  # H_11 / 2 = A_s
-        (2 * A, given),  # H_11 - H_12 without the 1/2
+        (2 * A, given, "factor 2"),  # H_11 - H_12 without the 1/2
         (A - B, given),  # A_s - 2B
     )
 
@@ -192,7 +200,7 @@ def _wrong_cubic() -> tuple[tuple[Any, dict[str, Any]], ...]:
     half_ddgelu0 = 1 / np.sqrt(2 * np.pi)  # GELU''(0) / 2, by hand
     given = {"x": _X, "W": _W}
     return (
-        (2 * half_ddgelu0 * np.sum(v * z**2), given),  # no 1/2 of Taylor
+        (2 * half_ddgelu0 * np.sum(v * z**2), given, "factor 2"),  # no 1/2
         (0.0, given),  # the tanh answer
         (half_ddgelu0 * np.sum(v * z**3), given),  # a cube for a square
         (0.5 * np.sum(v * z**2), given),  # GELU'(0) for GELU''(0) / 2

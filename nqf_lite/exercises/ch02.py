@@ -73,8 +73,8 @@ def _wrong_gated() -> tuple[tuple[Any, dict[str, Any]], ...]:
     in_gate[k : 2 * k, 2 * k] = in_gate[2 * k, k : 2 * k] = 0.25 * x
     given = {"x": x}
     return (
-        (2 * right, given),  # no 1/2 of the quadratic form
-        (right / 2, given),  # sigma'(0) = 1/4 in place of sigma(0) = 1/2
+        (2 * right, given, "factor 2"),  # no 1/2 of the quadratic form
+        (right / 2, given, "factor 2"),  # sigma'(0) = 1/4, not sigma(0) = 1/2
         (in_gate, given),  # the coupling put into the gate's block
         (np.triu(right), given),  # only one of the two off-diagonal blocks
     )

@@ -67,7 +67,7 @@ def _wrong_twin_moments() -> tuple[tuple[Any, dict[str, Any]], ...]:
     f_net, f_twin = _outputs(net, X)
     given = {"net": net, "X": X}
     return (
-        (2 * f_twin, given),  # the 1/2 of A(x) dropped
+        (2 * f_twin, given, "factor 2"),  # the 1/2 of A(x) dropped
         (f_net, given),  # the network instead of its quadratic form
         (f_twin.T, given),  # outputs by rows
     )

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..form import NQF, moments, ntk_from_moments, random_nqf
 from ..seeding import rng
-from . import Exercise, register
+from . import Exercise, eq, register
 from ._judges import call_student, close, compare_arrays
 
 #: two widths, so that a formula that drops the width ``d`` cannot pass
@@ -172,7 +172,8 @@ def _kernel_without_4(A, g, B, M, mu, d):
 register(
     Exercise(
         "ex-ch4-closure",
-        "closed_sgd_step(M, mu, v, H, d, lr) returns (M_next, mu_next) of Eqs. 23-24",
+        "closed_sgd_step(M, mu, v, H, d, lr) returns (M_next, mu_next) of "
+        + eq("eq-ch4-dmu", "eq-ch4-dM"),
         judge_closure,
         wrong=(
             (_no_second_order, {}),
@@ -201,7 +202,8 @@ register(
 register(
     Exercise(
         "ex-ch4-ntk",
-        "kernel(A, g, B, M, mu, d) returns the m x m tangent kernel of Prop. 8",
+        "kernel(A, g, B, M, mu, d) returns the m x m tangent kernel of "
+        + eq("eq-ch4-ntk"),
         judge_ntk,
         wrong=(
             (lambda A, g, B, M, mu, d: ntk_from_moments(NQF(A), M, mu, d), {}),

@@ -13,7 +13,7 @@ import numpy as np
 from .. import projectors as pj
 from .. import solvable as S
 from ..seeding import rng
-from . import Exercise, register
+from . import Exercise, eq, register
 from ._judges import call_student, compare_arrays
 
 __all__: list[str] = []
@@ -46,13 +46,13 @@ _T_EXACT = np.log((_R / np.diag(_C) - _Z0) / _Z0) / _R  # written out, for the w
 register(
     Exercise(
         "ex-ch6-switch-on",
-        "the half-saturation times t*_k of Eq. 39 from r, C and z0",
+        f"the half-saturation times t*_k of {eq('eq-ch6-switch-on')} from r, C and z0",
         _switch_on,
         given=("r", "C", "z0"),
         wrong=(
             (_T_LEADING, {"r": _R, "C": _C, "z0": _Z0}),  # leading order only
-            (_T_EXACT / 2, {"r": _R, "C": _C, "z0": _Z0}),  # rate 2 r_k
-            (_T_EXACT / np.log(10), {"r": _R, "C": _C, "z0": _Z0}),  # log10
+            (_T_EXACT / 2, {"r": _R, "C": _C, "z0": _Z0}, "factor 2"),  # rate 2 r_k
+            (_T_EXACT / np.log(10), {"r": _R, "C": _C, "z0": _Z0}, "log base"),  # log10
         ),
     )
 )
@@ -135,8 +135,9 @@ def _eight_over_m(A: np.ndarray, y: np.ndarray, Pi: np.ndarray) -> tuple[np.ndar
 register(
     Exercise(
         "ex-ch6-projector-constants",
-        "a function theorem16_constants(A, y, projectors) -> (gamma, kappa) (Eqs. 253-254)",
+        "a function theorem16_constants(A, y, projectors) -> (gamma, kappa) of "
+        + eq("eq-ch6-thm16-constants"),
         _constants,
-        wrong=((_no_rank, {}), (_eight_over_m, {}), (lambda A, y, Pi: np.ones(3), {})),
+        wrong=((_no_rank, {}), (_eight_over_m, {}, "factor 2"), (lambda A, y, Pi: np.ones(3), {})),
     )
 )

@@ -12,8 +12,8 @@ import numpy as np
 
 from .. import scaling as sc
 from ..architectures import fourier as fo
-from . import Exercise, register
-from ._judges import compare_arrays, compare_number
+from . import Exercise, eq, register
+from ._judges import as_floats, compare_arrays, compare_number
 
 __all__: list[str] = []
 
@@ -49,8 +49,8 @@ register(
         _fit_exponent,
         given=("t", "E", "window"),
         wrong=(
-            (-1.5, {"t": _T, "E": _E, "window": _W}),  # the slope itself
-            (1.5 / np.log(10), {"t": _T, "E": _E, "window": _W}),  # log10 E against ln t
+            (-1.5, {"t": _T, "E": _E, "window": _W}, "sign"),  # the slope itself
+            (1.5 / np.log(10), {"t": _T, "E": _E, "window": _W}, "log base"),  # log10 E, ln t
             (1.5, {"t": _T, "E": _E, "window": (10.0, 50.0)}),  # less than a decade
         ),
     )
@@ -62,7 +62,23 @@ register(
 def _keff(answer: Any, r: Any, C: Any, z0: Any, alpha1: Any, alpha2: Any) -> str | None:
     """Eq. 292 of the paper (beta0 = 0) for every mode, from its own ln(z_k^inf / z_k(0))."""
     expected = sc.effective_slope(alpha1, alpha2, r, C, z0)
-    return compare_arrays(answer, expected, what="keff_modes", rtol=1e-8)
+    hint = compare_arrays(answer, expected, what="keff_modes", rtol=1e-8)
+    a = as_floats(answer)
+    if hint is None or a is None or a.shape != np.shape(expected):
+        return hint
+    a1, a2 = float(alpha1), float(alpha2)
+    log = np.log(np.asarray(r, float) / np.asarray(C, float) / np.asarray(z0, float))
+    if np.allclose(a, (a1 - 1) / (a2 + (a1 - a2) / log), rtol=1e-8):
+        return (
+            "keff_modes: the correction to alpha_2 in the denominator has the wrong sign: a finite "
+            "start makes the exponent larger than (alpha_1 - 1)/alpha_2, not smaller."
+        )
+    if np.allclose(a, (a1 - 1) / (a2 - (a1 - a2) / (log / np.log(10))), rtol=1e-8):
+        return (
+            "keff_modes: ln(z_k^inf / z_k(0)) is a natural logarithm (np.log); yours is a base-10 "
+            "logarithm (np.log10)."
+        )
+    return hint
 
 
 _PM = sc.powerlaw_modes(5, 2.0, 0.8)
@@ -73,13 +89,13 @@ _KEFF_GIVEN = {"r": _PM.r, "C": _PM.C, "z0": _Z0, "alpha1": 2.0, "alpha2": 0.8}
 register(
     Exercise(
         "ex-ch7-keff",
-        "k_eff of Eq. 292 (uniform start) for every mode",
+        f"k_eff of {eq('eq-ch7-keff')} (uniform start, beta_0 = 0) for every mode",
         _keff,
         given=("r", "C", "z0", "alpha1", "alpha2"),
         wrong=(
             (np.full(5, 1.0 / 0.8), _KEFF_GIVEN),  # the eps -> 0 exponent for all modes
-            (1.0 / (0.8 + 1.2 / _LOG), _KEFF_GIVEN),  # wrong sign of the correction
-            (1.0 / (0.8 - 1.2 / (_LOG / np.log(10))), _KEFF_GIVEN),  # log10
+            (1.0 / (0.8 + 1.2 / _LOG), _KEFF_GIVEN, "sign"),  # sign of the correction
+            (1.0 / (0.8 - 1.2 / (_LOG / np.log(10))), _KEFF_GIVEN, "log base"),  # log10
         ),
     )
 )
@@ -105,12 +121,12 @@ _F_GIVEN = {"s": _S, "b": _B, "c": 0.1}
 register(
     Exercise(
         "ex-ch7-fourier-rates",
-        "r_k and C_kk of the growing Fourier modes from the data (Eq. 37)",
+        f"r_k and C_kk of the growing Fourier modes from the data, {eq('eq-ch7-fourier-modes')}",
         _fourier,
         given=("s", "b", "c"),
         wrong=(
-            ((2 * _RC[0], 4 * _RC[1]), _F_GIVEN),  # eigenvalue s_k psi_k without the 1/2
-            ((_RC[0] / 2, _RC[1] / 2), _F_GIVEN),  # 4/M in place of 8/M
+            ((2 * _RC[0], 4 * _RC[1]), _F_GIVEN, "factor 2"),  # s_k psi_k without the 1/2
+            ((_RC[0] / 2, _RC[1] / 2), _F_GIVEN, "factor 2"),  # 4/M in place of 8/M
             ((_RC[1], _RC[0]), _F_GIVEN),  # swapped
         ),
     )

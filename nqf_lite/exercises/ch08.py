@@ -25,7 +25,7 @@ from ..architectures.sensing import PhaseRetrieval
 from ..forecast_corrections import gd_growth_rate, gd_switch_on_time
 from ..seeding import rng
 from ..solvable import common_eigenbasis, glv_coefficients, switch_on_time
-from . import Exercise, register
+from . import Exercise, eq, register
 from ._judges import call_student, close, compare_arrays, compare_number
 
 #: input sizes the structure judges try (a formula tied to one size cannot pass)
@@ -126,7 +126,7 @@ def judge_switch_times(switch_times: Any) -> str | None:
         expected = gd_switch_on_time(r, c, eps, lr, d=width)
         if close(out, switch_on_time(r, c, eps), rtol=1e-4):
             return (
-                "these are gradient-flow times from z(0) = eps (Eq. 158): the runs take discrete "
+                f"these are gradient-flow times from z(0) = eps ({eq('eq-ch8-tstar')}): the runs take discrete "
                 "steps from a random start."
             )
         if close(out, gd_switch_on_time(r, c, eps, lr), rtol=1e-4):

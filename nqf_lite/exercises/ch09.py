@@ -17,7 +17,7 @@ from ..deep import (
 )
 from ..deep_general import random_general_layer
 from ..seeding import rng
-from . import Exercise, register
+from . import Exercise, eq, register
 from ._judges import compare_arrays, compare_number
 
 __all__: list[str] = []
@@ -56,9 +56,9 @@ register(
         _judge_end_to_end,
         given=("Ms", "dims"),
         wrong=(
-            (0.5 * _E2E_P, _E2E),  # the 1/2 of A kept in the trace
+            (0.5 * _E2E_P, _E2E, "factor 2"),  # the 1/2 of A kept in the trace
             (_E2E["Ms"][0][:3, 3:], _E2E),  # the first layer alone
-            (-_E2E_P, _E2E),
+            (-_E2E_P, _E2E, "sign"),
         ),
     )
 )
@@ -124,7 +124,9 @@ _NO_WIDTH = _step_without_width(_STEP)
 register(
     Exercise(
         "ex-ch9-closed-step",
-        "(Ms_next, mus_next): one step of the closed recursion, Eqs. 222-223, for every layer of the stack",
+        "(Ms_next, mus_next): one step of the closed recursion, "
+        + eq("eq-ch9-dmu", "eq-ch9-dM")
+        + ", for every layer of the stack",
         _judge_closed_step,
         given=("stack", "x", "y", "Ms", "mus", "widths", "lr"),
         wrong=(
