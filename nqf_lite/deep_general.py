@@ -112,8 +112,8 @@ def random_general_layer(
     G = scale_g * coefficients(n_out, features, k) / np.sqrt(k)
     if k < p:  # embed the rank-k terms in a random k-dimensional subspace
         E = torch.linalg.qr(coefficients(p, k))[0]
-        SA = E @ SA @ E.T
-        SB = E @ SB @ E.T
+        SA, SB = (E @ S @ E.T for S in (SA, SB))
+        SA, SB = ((S + S.transpose(-1, -2)) / 2 for S in (SA, SB))
         G = G @ E.T
 
     def structure(h: torch.Tensor) -> LayerStructure:

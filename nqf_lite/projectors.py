@@ -400,7 +400,7 @@ def span_start(z0: object, projectors: object, d: int, rng: object) -> np.ndarra
     if np.any(z0 < 0):
         raise ValueError("z0 must be >= 0 (M(0) = sum_a z_a(0) Pi_a is PSD)")
     d = integer("d", d)
-    total = int(round(ranks.sum()))
+    total = round(float(ranks.sum()))
     if d < total:
         raise ValueError(f"d must be >= the summed ranks of the projectors ({total}), got {d}")
     g = generator("rng", rng)
