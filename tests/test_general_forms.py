@@ -174,3 +174,29 @@ def test_eps_limit_rate_matches_eq292_and_rejects_other_rates(case):
     assert abs(q292 - 1) <= 0.2  # Eq. 292's rate tends to 1
     for wrong in (0.5, 2.0):  # ch7-epslim-control
         assert abs(q - wrong) > tol
+
+
+# ------------------------------------------------------------------ ch4: Proposition 9 at any alpha_A
+def _ntk_exponent(alpha, seed=0, p=4, m=5, widths=(100, 1000, 10_000, 100_000)):
+    from nqf_lite import NQF, ntk_from_moments, random_nqf
+
+    r = np.random.default_rng(seed)
+    g0, A0 = r.standard_normal((m, p)), random_nqf(m, p, scale_A=0.5, seed=r).A
+    y, mu0 = 0.5 * r.standard_normal(m), r.standard_normal(p)
+    change = []
+    for d in widths:
+        model = NQF(A0 * d ** (-alpha), g=g0 / np.sqrt(d))
+        M, mu = np.eye(p), mu0.copy()
+        T0 = ntk_from_moments(model, M, mu, d)
+        for _ in range(100):
+            M, mu = model.closed_step(M, mu, d, y, 0.08)
+        change.append(np.linalg.norm(ntk_from_moments(model, M, mu, d) - T0) / np.linalg.norm(T0))
+    return np.polyfit(np.log(widths), np.log(change), 1)[0]
+
+
+@pytest.mark.parametrize("alpha", [0.3, 0.85])
+def test_prop9_exponent_at_any_alpha_and_the_wrong_rules_fail(alpha):
+    slope, tol = _ntk_exponent(alpha), 0.1  # the chapter's bound: 3 spreads + 0.05
+    assert abs(slope + alpha) <= tol  # ch4-lazy-slope-random
+    # wrong alternatives: the chosen case -1/2 as a rule, and -alpha_A/2
+    assert min(abs(slope + 0.5), abs(slope + alpha / 2)) > tol  # ch4-lazy-slope-random-control
