@@ -50,6 +50,7 @@ def random_general_layer(
     features: int = 3,
     scale_g: float = 0.3,
     scale_B: float = 0.1,
+    rank: int | None = None,
 ) -> FunctionLayer:
     """A layer of Definition 2 (Eq. 219) with random smooth structure functions.
 
@@ -58,6 +59,13 @@ def random_general_layer(
     ``C_k = c_k . z``, ``g_k = sum_j z_j G_kj``, ``B_k = sum_j z_j S^B_kj`` and
     ``A_k = sum_j z_j S^A_kj``, with fixed random ``c``, ``G`` and symmetric
     ``S^A``, ``S^B`` drawn from ``rng``.
+
+    With ``rank = k < p`` every ``g_k``, ``B_k`` and ``A_k`` lives in a fixed
+    random ``k``-dimensional subspace ``Col E`` of ``R^p`` (``E`` orthonormal,
+    ``p x k``): ``g = E g'``, ``B = E B' E^T``, ``A = E A' E^T`` with the terms
+    ``g'``, ``B'``, ``A'`` of a rank-``k`` layer.  Then the structure span of
+    Eq. 236 is ``Col E`` at every input and every step, and Theorem 15 of the
+    paper compresses the layer to ``k + 1`` neurons.
 
     Parameters
     ----------
@@ -71,6 +79,9 @@ def random_general_layer(
         Number of random features of ``h``.
     scale_g, scale_B : float
         Sizes of the ``g`` and ``B`` coefficients relative to ``A``'s.
+    rank : int, optional
+        Dimension ``k <= p`` of the subspace that holds the structure
+        (default ``p``: no constraint).
 
     Returns
     -------
@@ -83,19 +94,27 @@ def random_general_layer(
     if not isinstance(linear, bool):
         raise TypeError(f"linear must be True or False, got {type(linear).__name__}")
     scale_g, scale_B = positive("scale_g", scale_g), positive("scale_B", scale_B)
+    k = p if rank is None else integer("rank", rank)
+    if k > p:
+        raise ValueError(f"rank must be <= p = {p}, got {k}")
 
     def coefficients(*shape: int) -> torch.Tensor:
         return torch.as_tensor(rng.standard_normal(shape), dtype=DTYPE)
 
     def symmetric(scale: float) -> torch.Tensor:
-        S = coefficients(n_out, features, p, p)
-        return scale * (S + S.transpose(-1, -2)) / (2 * p)
+        S = coefficients(n_out, features, k, k)
+        return scale * (S + S.transpose(-1, -2)) / (2 * k)
 
     R = coefficients(features, n_in) / np.sqrt(n_in)
     c = coefficients(n_out, features) / np.sqrt(features)
     SA = symmetric(1.0)
     SB = symmetric(scale_B)
-    G = scale_g * coefficients(n_out, features, p) / np.sqrt(p)
+    G = scale_g * coefficients(n_out, features, k) / np.sqrt(k)
+    if k < p:  # embed the rank-k terms in a random k-dimensional subspace
+        E = torch.linalg.qr(coefficients(p, k))[0]
+        SA, SB = (E @ S @ E.T for S in (SA, SB))
+        SA, SB = ((S + S.transpose(-1, -2)) / 2 for S in (SA, SB))
+        G = G @ E.T
 
     def structure(h: torch.Tensor) -> LayerStructure:
         z = torch.tanh(h @ R.T)  # (..., n, features)

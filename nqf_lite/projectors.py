@@ -40,14 +40,17 @@ from ._checks import (
 )
 
 __all__ = [
+    "LinearNetworkCoefficients",
     "ProjectorCoefficients",
     "ProjectorData",
     "empirical_covariance",
     "label_matrix",
+    "linear_network_coefficients",
     "projector_coefficients",
     "projector_data",
     "projector_gd_map",
     "span_coordinates",
+    "span_start",
 ]
 
 #: Relative tolerance for "the Pi_a are mutually orthogonal symmetric projectors".
@@ -59,6 +62,14 @@ class ProjectorCoefficients(NamedTuple):
 
     gamma: np.ndarray
     kappa: np.ndarray
+    residual: float
+
+
+class LinearNetworkCoefficients(NamedTuple):
+    """``tau_a``, ``c_a`` of Corollary 4 read off the data, and how well Eqs. 267-268 hold."""
+
+    tau: np.ndarray
+    c: np.ndarray
     residual: float
 
 
@@ -356,3 +367,110 @@ def projector_gd_map(gamma: object, kappa: object, z0: object, lr: float, n_step
     if not np.all(np.isfinite(out)):
         raise ValueError(f"lr = {lr:g} is too large: the GD map diverged (overflow)")
     return out
+
+
+# ----------------------------------------------------------------------------- starts in the span
+def span_start(z0: object, projectors: object, d: int, rng: object) -> np.ndarray:
+    """A random ``W(0)`` (p, d) with ``W(0) W(0)^T = sum_a z_a(0) Pi_a`` (the start of Theorem 16).
+
+    With ``U_a`` an orthonormal basis of the range of ``Pi_a`` (``p x rank_a``) and a
+    random ``O`` (``sum_a rank_a x d``) with orthonormal rows, ``W(0) = [sqrt(z_1) U_1,
+    ..., sqrt(z_R) U_R] O``.  Its columns point in random directions of the span (the
+    start is not aligned with any basis), yet ``M(0)`` is exactly the one of Eq. 255 at
+    ``t = 0``.
+
+    Parameters
+    ----------
+    z0 : array_like, shape (R,)
+        ``z_a(0) >= 0``.
+    projectors : array_like, shape (R, p, p)
+        Mutually orthogonal symmetric projectors.
+    d : int
+        Number of neurons, ``>= sum_a rank(Pi_a)``.
+    rng : int, numpy Generator or SeedSequence
+        Source of ``O``.
+
+    Returns
+    -------
+    ndarray, shape (p, d)
+    """
+    z0 = as_array("z0", z0, ndim=1)
+    Pi = as_array("projectors", projectors, ndim=3)
+    Pi, ranks = _projectors(Pi, Pi.shape[1])
+    check_shape("z0", z0, (Pi.shape[0],))
+    if np.any(z0 < 0):
+        raise ValueError("z0 must be >= 0 (M(0) = sum_a z_a(0) Pi_a is PSD)")
+    d = integer("d", d)
+    total = round(float(ranks.sum()))
+    if d < total:
+        raise ValueError(f"d must be >= the summed ranks of the projectors ({total}), got {d}")
+    g = generator("rng", rng)
+    if g is None:
+        raise TypeError("rng must be a seed or a numpy Generator (draws need a source)")
+    blocks = []
+    for a in range(Pi.shape[0]):
+        w, U = np.linalg.eigh(Pi[a])
+        blocks.append(np.sqrt(z0[a]) * U[:, w > 0.5])
+    O = np.linalg.qr(g.standard_normal((d, total)))[0].T  # orthonormal rows
+    return np.hstack(blocks) @ O
+
+
+# ----------------------------------------------------------------------------- Corollary 4
+def linear_network_coefficients(S: object, y: object, u: object, v: object) -> LinearNetworkCoefficients:
+    """Read ``tau_a`` and ``c_a`` of Corollary 4 off a data set (Eqs. 266-268).
+
+    For the NQF ``A_mu = (1/2) [[0, S_mu], [S_mu^T, 0]]`` of a two-layer linear network,
+    with ``C(Q) = (1/m) sum_mu <S_mu, Q>_F S_mu`` and ``T = (1/m) sum_mu y_mu S_mu``
+    (Eq. 266), Corollary 4 asks that the orthonormal ``u_a``, ``v_a`` be singular vectors
+    of ``T``, ``T v_a = tau_a u_a`` and ``T^T u_a = tau_a v_a`` (Eq. 267), and that
+    ``C(u_a v_a^T) = c_a u_a v_a^T`` (Eq. 268).  Then ``rho_a`` obeys Eqs. 271-272
+    (:func:`nqf_lite.solvable.saxe_logistic`).  The inputs need not be whitened:
+    ``c_a`` is whatever the data give.
+
+    Parameters
+    ----------
+    S : array_like, shape (m, n_out, n_in)
+    y : array_like, shape (m,)
+    u : array_like, shape (R, n_out)
+        Orthonormal rows.
+    v : array_like, shape (R, n_in)
+        Orthonormal rows.
+
+    Returns
+    -------
+    LinearNetworkCoefficients
+        ``tau = u_a^T T v_a``, ``c = <C(u_a v_a^T), u_a v_a^T>_F`` (shape ``(R,)``), and
+        ``residual``: the largest entry of the defects of Eqs. 267 and 268, relative to
+        the largest entry of ``T`` and of the ``C(u_a v_a^T)``.
+
+    Raises
+    ------
+    ValueError
+        On bad shapes, or if ``u`` or ``v`` do not have orthonormal rows.
+    """
+    S = as_array("S", S, ndim=3)
+    m, n_out, n_in = S.shape
+    if m == 0:
+        raise ValueError("S must hold at least one sample")
+    y = as_array("y", y, ndim=1)
+    check_shape("y", y, (m,))
+    u = as_array("u", u, ndim=2)
+    R = u.shape[0]
+    check_shape("u", u, (R, n_out))
+    v = as_array("v", v, ndim=2)
+    check_shape("v", v, (R, n_in))
+    for name, w in (("u", u), ("v", v)):
+        if R == 0 or np.abs(w @ w.T - np.eye(R)).max() > PROJECTOR_ATOL:
+            raise ValueError(f"{name} must have R >= 1 orthonormal rows (Corollary 4)")
+    T = np.einsum("m,mij->ij", y, S) / m
+    modes = np.einsum("ai,aj->aij", u, v)  # u_a v_a^T
+    C = np.einsum("mij,aij,mkl->akl", S, modes, S) / m  # C(u_a v_a^T)
+    tau = np.einsum("ai,ij,aj->a", u, T, v)
+    c = np.einsum("aij,aij->a", C, modes)
+    eq267 = max(
+        np.abs(v @ T.T - tau[:, None] * u).max(),  # T v_a - tau_a u_a
+        np.abs(u @ T - tau[:, None] * v).max(),  # T^T u_a - tau_a v_a
+    )
+    eq268 = np.abs(C - c[:, None, None] * modes).max()
+    scale = max(np.abs(T).max(), np.abs(C).max(), 1e-300)
+    return LinearNetworkCoefficients(tau, c, float(max(eq267, eq268) / scale))

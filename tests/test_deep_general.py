@@ -214,3 +214,28 @@ def test_bad_inputs_name_the_argument():
         random_general_layer(0, 2, 1, rng=np.random.default_rng(0))
     with pytest.raises(TypeError, match="linear"):
         random_general_layer(3, 2, 1, rng=np.random.default_rng(0), linear="yes")
+
+
+# ------------------------------------------------------------------ rank= (Theorem 15's test bed)
+def test_random_general_layer_rank_confines_the_structure_to_a_subspace():
+    layer = random_general_layer(8, 4, 3, np.random.default_rng(5), rank=3)
+    h = torch.as_tensor(np.random.default_rng(6).standard_normal((7, 4)))
+    _, g, B, A = layer.structure(h)
+    # every column of every g_k, A_k, B_k, stacked by hand, spans 3 dimensions of R^8
+    cols = [g[n, k][:, None] for n in range(7) for k in range(3)]
+    cols += [A[n, k] for n in range(7) for k in range(3)] + [B[n, k] for n in range(7) for k in range(3)]
+    s = np.linalg.svd(torch.cat(cols, dim=1).numpy(), compute_uv=False)
+    assert s[2] > 1e-3 * s[0] and s[3] < 1e-12 * s[0]
+    for T in (A, B):
+        assert torch.equal(T, T.transpose(-1, -2))
+    # the default (rank = p) is unconstrained: all 8 dimensions
+    full = random_general_layer(8, 4, 3, np.random.default_rng(5)).structure(h).A
+    s_full = np.linalg.svd(full.reshape(-1, 8, 8).transpose(0, 1).reshape(8, -1).numpy(), compute_uv=False)
+    assert s_full[-1] > 1e-6 * s_full[0]
+
+
+def test_random_general_layer_rank_is_checked():
+    with pytest.raises(ValueError, match="rank"):
+        random_general_layer(4, 2, 1, np.random.default_rng(0), rank=5)
+    with pytest.raises((TypeError, ValueError), match="rank"):
+        random_general_layer(4, 2, 1, np.random.default_rng(0), rank=0)

@@ -229,3 +229,81 @@ def test_gd_map_equals_gd_on_W_and_one_step_by_hand():
 def test_bad_input_is_refused_naming_the_argument(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+# ----------------------------------------------------------------------------- span_start
+@pytest.mark.parametrize("d", [9, 15])
+def test_span_start_realises_the_span_moment_matrix_in_random_directions(d):
+    _, _, Pi = _data(seed=4)
+    z0 = np.array([1e-3, 0.2, 0.0, 2.0])
+    W = pj.span_start(z0, Pi, d, np.random.default_rng(1))
+    assert W.shape == (11, d)
+    expected = sum(z * P for z, P in zip(z0, Pi))  # Eq. 255 at t = 0, summed by hand
+    assert np.abs(W @ W.T - expected).max() < 1e-12
+    # not the aligned start: no column is a multiple of a projector's column
+    aligned = sum(np.sqrt(z) * P for z, P in zip(z0, Pi))
+    cols = min(d, 11)
+    assert np.abs(W[:, :cols] - aligned[:, :cols]).max() > 1e-2
+    # another generator, another W, the same M
+    W2 = pj.span_start(z0, Pi, d, np.random.default_rng(2))
+    assert np.abs(W2 - W).max() > 1e-2 and np.abs(W2 @ W2.T - expected).max() < 1e-12
+
+
+def test_span_start_refuses_bad_input():
+    _, _, Pi = _data()
+    with pytest.raises(ValueError, match="d must"):
+        pj.span_start([1.0, 1.0, 1.0, 1.0], Pi, 7, 0)
+    with pytest.raises(ValueError, match="z0"):
+        pj.span_start([1.0, -1.0, 1.0, 1.0], Pi, 9, 0)
+    with pytest.raises(ValueError, match="z0"):
+        pj.span_start([1.0, 1.0], Pi, 9, 0)
+    with pytest.raises(TypeError, match="rng"):
+        pj.span_start([1.0] * 4, Pi, 9, None)
+
+
+# ----------------------------------------------------------------------------- Corollary 4
+def _linear_network_data(sigma, s, aligned=True, seed=0, n_out=3, n_in=4, n=6):
+    """Scalar outputs of a teacher y = T_* x on inputs with covariance V diag(sigma) V^T."""
+    g = np.random.default_rng(seed)
+    V = ortho_group.rvs(n_in, random_state=g)
+    X = np.sqrt(n) * V @ np.diag(np.sqrt(sigma)) @ ortho_group.rvs(n, random_state=g)[:n_in]
+    u = ortho_group.rvs(n_out, random_state=g)[:, : len(s)]
+    v = V[:, : len(s)] if aligned else ortho_group.rvs(n_in, random_state=g)[:, : len(s)]
+    Y = u @ np.diag(s) @ v.T @ X
+    S, y = [], []
+    for i in range(n):  # one sample per (input, output): S = e_o x^T
+        for o in range(n_out):
+            S.append(np.outer(np.eye(n_out)[o], X[:, i]))
+            y.append(Y[o, i])
+    return np.array(S), np.array(y), u.T, v.T
+
+
+def test_linear_network_coefficients_beyond_whitened_inputs():
+    sigma, s = np.array([0.5, 2.0, 1.3, 0.7]), np.array([1.5, 0.4])
+    S, y, u, v = _linear_network_data(sigma, s)
+    co = pj.linear_network_coefficients(S, y, u, v)
+    # C(Q) = Q Sigma / n_out and T = T_* Sigma / n_out (derived in the chapter by hand)
+    assert np.allclose(co.tau, s * sigma[:2] / 3, atol=1e-12, rtol=0)
+    assert np.allclose(co.c, sigma[:2] / 3, atol=1e-12, rtol=0)
+    assert co.residual < 1e-12
+    # whitened inputs: c = 1/n_out for every mode
+    co_w = pj.linear_network_coefficients(*_linear_network_data(np.ones(4), s))
+    assert np.allclose(co_w.c, 1 / 3, atol=1e-12) and np.allclose(co_w.tau, s / 3, atol=1e-12)
+
+
+def test_linear_network_coefficients_flag_a_teacher_off_the_covariance_eigenvectors():
+    sigma, s = np.array([0.5, 2.0, 1.3, 0.7]), np.array([1.5, 0.4])
+    co = pj.linear_network_coefficients(*_linear_network_data(sigma, s, aligned=False))
+    assert co.residual > 1e-2  # Eqs. 267-268 fail: Corollary 4 does not apply
+
+
+def test_linear_network_coefficients_refuse_bad_input():
+    S, y, u, v = _linear_network_data(np.ones(4), np.array([1.0, 0.5]))
+    with pytest.raises(ValueError, match="u must"):
+        pj.linear_network_coefficients(S, y, 2 * u, v)
+    with pytest.raises(ValueError, match="v"):
+        pj.linear_network_coefficients(S, y, u, v[:, :3])
+    with pytest.raises(ValueError, match="y"):
+        pj.linear_network_coefficients(S, y[:-1], u, v)
+    with pytest.raises(ValueError, match="S"):
+        pj.linear_network_coefficients(S[0], y, u, v)
