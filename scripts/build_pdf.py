@@ -210,6 +210,15 @@ def version(root: Path = ROOT) -> str:
     return tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
 
 
+def release_date(root: Path = ROOT) -> str:
+    """The version's date in the changelog (``## 0.2.0 (2026-12-02)``; the changelog page says more)."""
+    text = (root / "book" / "changelog.md").read_text(encoding="utf-8")
+    m = re.search(rf"^##\s+{re.escape(version(root))}\s+\((\d{{4}}-\d{{2}}-\d{{2}})\)", text, re.M)
+    if m is None:
+        raise ValueError(f"book/changelog.md has no heading for version {version(root)}")
+    return m[1]
+
+
 def build_date(root: Path = ROOT) -> str:
     """The date of the last commit (the book's state), or today outside a repository."""
     try:
@@ -351,7 +360,8 @@ def book_html(published: str) -> tuple[str, list[tuple[str, str, str]], str]:
         "<p><em>Neural Quadratic Forms: A Unified Minimal Model for Sudden Learning and Scaling Laws</em>, "
         "arXiv:2608.13335 (2026)</p>"
         f'<p class="authors">{html.escape(cfg["author"])}</p>'
-        f'<p class="version">Version {html.escape(version())} · {build_date()}</p>'
+        f'<p class="version">Version {html.escape(version())} (released {release_date()}), '
+        f"built {build_date()}</p>"
         f'<p>Read and run online: <a href="{published}">{published}</a></p>'
         "</section>"
         "<!--CONTENTS-->"
