@@ -1,0 +1,119 @@
+"""axe-core for the accessibility check: installed from the npm registry, run on a loaded page.
+
+``tests/browser/package.json`` pins axe-core; :func:`axe_source` installs it with ``npm ci`` into
+``tests/browser/node_modules`` (git-ignored) the first time a test needs it, under a file lock so
+that two pytest workers install it once, and returns the script's text.  :func:`run_axe` injects
+it into a page and returns the violations of the WCAG 2.0 and 2.1 level A and AA rules, one
+readable line per failing element.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+AXE = HERE / "node_modules" / "axe-core" / "axe.min.js"
+#: the WCAG 2.1 AA conformance target: every level A and AA rule of WCAG 2.0 and 2.1
+TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def _install() -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        msg = "npm not found: install Node.js (`apt-get install -y nodejs npm`) for the axe-core check"
+        if os.environ.get("CI"):
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+    with open(HERE / ".npm-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other pytest worker may be installing it
+        if AXE.is_file():
+            return
+        cmd = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix", str(HERE)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if done.returncode or not AXE.is_file():
+            pytest.fail(f"`{' '.join(cmd)}` failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}",
+                        pytrace=False)
+
+
+def axe_source() -> str:
+    """The text of axe.min.js (installed from the npm registry on first use)."""
+    if not AXE.is_file():
+        _install()
+    return AXE.read_text(encoding="utf-8")
+
+
+RUN = """
+async (tags) => {
+  const result = await axe.run(document, {
+    runOnly: {type: 'tag', values: tags},
+    resultTypes: ['violations'],
+  });
+  const lines = [];
+  for (const v of result.violations) {
+    for (const node of v.nodes) {
+      const target = node.target.map(t => Array.isArray(t) ? t.join(' >> ') : t).join(' ');
+      const why = (node.failureSummary || '').split('\\n').slice(1, 2).join(' ').trim();
+      lines.push(`${v.id} [${v.impact}] ${target}: ${why}`.slice(0, 400));
+    }
+  }
+  return lines;
+}
+"""
+
+
+def run_axe(page, source: str) -> list[str]:
+    """Violations on ``page`` (axe injected if needed): ``"rule [impact] target: why"`` per element."""
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.add_script_tag(content=source)
+    return page.evaluate(RUN, TAGS)
+
+
+#: no colour transitions: axe measures contrast from computed colours, which a transition blurs
+NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animation: none !important; }"
+
+
+def open_page(context, site_url: str, doc: str):
+    """A tab on ``doc`` (page path without .html), loaded, typeset, images complete, explorers drawn."""
+    from _support import TIMEOUT_MS, settle
+
+    tab = context.new_page()
+    tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url)
+              or route.request.url.startswith(("data:", "blob:")) else route.abort())
+    tab.set_default_timeout(TIMEOUT_MS)
+    tab.goto(f"{site_url}/{doc}.html", wait_until="load")
+    settle(tab, idle_ms=5_000)
+    if tab.locator(".math").count() or tab.locator("mjx-container").count():
+        tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+        tab.evaluate("() => MathJax.startup.promise.then(() => true)")
+    tab.wait_for_function("() => Array.from(document.images).every(img => img.complete)", polling=200)
+    views = tab.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+    if views:
+        tab.wait_for_function(f"() => document.querySelectorAll('figure.explorer-live').length >= {views}")
+    tab.add_style_tag(content=NO_TRANSITIONS)
+    return tab
+
+
+def set_mode(tab, mode: str) -> None:
+    """Switch the pydata theme's colour mode (``light`` or ``dark``) as its switch does."""
+    tab.evaluate(
+        """(mode) => { document.documentElement.dataset.theme = mode;
+                       document.documentElement.dataset.mode = mode; }""",
+        mode,
+    )
+    tab.wait_for_timeout(50)
+
+
+def report(found: dict[str, list[str]], what: str, limit: int = 12) -> str:
+    lines = [f"{len(found)} page(s) with {what}:"]
+    for doc, items in sorted(found.items()):
+        lines.append(f"  {doc}.html ({len(items)}):")
+        lines += [f"    - {item}" for item in items[:limit]]
+        if len(items) > limit:
+            lines.append(f"    ... and {len(items) - limit} more")
+    return "\n".join(lines)
