@@ -13,6 +13,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def _install() -> None:
         if os.environ.get("CI"):
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
-    with open(HERE / ".npm-install.lock", "w") as lock:
+    with open(Path(tempfile.gettempdir()) / "nqf-book-axe-install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the other pytest worker may be installing it
         if AXE.is_file():
             return
