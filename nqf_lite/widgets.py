@@ -218,8 +218,7 @@ def slider_explorer(
         return None
     picker = _control(widgets, control, labels, index, description)
     if hasattr(widgets, "Stack"):  # ipywidgets >= 8: linked in the browser, no kernel needed
-        # each frame names its view (its title; the book makes it the frame's text alternative)
-        images = [_image(widgets, png, f"{description} = {label}") for png, label in zip(pngs, labels)]
+        images = [_image(widgets, png) for png in pngs]
         views = widgets.Stack(images, selected_index=index)
         widgets.jslink((picker, "index"), (views, "selected_index"))
     else:  # ipywidgets 7: one image, swapped by the kernel
@@ -232,11 +231,10 @@ def slider_explorer(
     return widgets.VBox([picker, views])
 
 
-def _image(widgets: Any, png: bytes, view: str | None = None) -> Any:
-    image = widgets.Image(value=png, format="png", layout=widgets.Layout(max_width="100%"))
-    if view and image.has_trait("tooltip"):  # ipywidgets 8: shown as the image's title
-        image.tooltip = view
-    return image
+def _image(widgets: Any, png: bytes) -> Any:
+    # (no tooltip: the vendored html-manager 1.0.15 cannot draw an Image view that has one; the
+    # book's static/book.js gives each view its text alternative)
+    return widgets.Image(value=png, format="png", layout=widgets.Layout(max_width="100%"))
 
 
 def _control(widgets: Any, control: str, labels: list[str], index: int, description: str) -> Any:

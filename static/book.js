@@ -72,10 +72,14 @@
   // A control's accessible name must contain its visible text (WCAG 2.5.3): the theme's search
   // button reads "Search Ctrl+K" but is named "Search"; the theme switch names itself "light/dark".
   function nameControls() {
-    document.querySelectorAll("button[aria-label], a[aria-label]").forEach(function (el) {
+    document.querySelectorAll("button[aria-label], a[aria-label], summary[aria-label]").forEach(function (el) {
       var shown = (el.innerText || "").replace(/\s+/g, " ").trim();
       var name = el.getAttribute("aria-label");
-      if (shown && name.toLowerCase().indexOf(shown.toLowerCase()) < 0) {
+      if (!shown || name.toLowerCase().indexOf(shown.toLowerCase()) >= 0) return;
+      if (el.tagName === "SUMMARY") {
+        // sphinx-togglebutton's folds read "Show code cell source" / "Hide ...": that text is the name
+        el.removeAttribute("aria-label");
+      } else {
         el.setAttribute("aria-label", shown.indexOf(name) === 0 ? shown : name + " (" + shown + ")");
       }
     });
@@ -112,9 +116,18 @@
     var base = staticImg ? staticImg.getAttribute("alt") || "" : "";
     var label = figure.querySelector(".widget-label, .widget-slider label, .widget-toggle-buttons label");
     var what = label ? label.textContent.trim() : "view";
-    figure.querySelectorAll(".widget-image img, img.widget-image").forEach(function (img, i) {
-      var view = img.getAttribute("title") || String(i + 1);
-      img.setAttribute("alt", "View for " + view + ". " + base);
+    var current = function () {
+      var readout = figure.querySelector(".widget-readout");
+      if (readout && readout.textContent.trim()) return readout.textContent.trim();
+      var on = figure.querySelector(".widget-toggle-button.mod-active, .widget-toggle-buttons button.mod-active");
+      return on ? on.textContent.trim() : "";
+    };
+    var frames = figure.querySelectorAll(".widget-image img, img.widget-image");
+    frames.forEach(function (img, i) {
+      // the frame shown names the control's value; hidden frames are not read
+      var shown = img.getBoundingClientRect().width > 0;
+      var view = "View " + (i + 1) + " of " + frames.length + (shown ? ", " + what + " = " + current() : "");
+      img.setAttribute("alt", view + ". " + base);
     });
     var live = figure.querySelector(".explorer-live-region");
     if (!live) {
@@ -123,12 +136,6 @@
       live.setAttribute("aria-live", "polite");
       figure.appendChild(live);
     }
-    var current = function () {
-      var readout = figure.querySelector(".widget-readout");
-      if (readout && readout.textContent.trim()) return readout.textContent.trim();
-      var on = figure.querySelector(".widget-toggle-button.mod-active, .widget-toggle-buttons button.mod-active");
-      return on ? on.textContent.trim() : "";
-    };
     figure.querySelectorAll('.noUi-handle, [role="slider"]').forEach(function (h) {
       h.setAttribute("aria-label", what);
       h.setAttribute("aria-valuetext", current());

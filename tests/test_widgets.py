@@ -298,9 +298,10 @@ def test_import_nqf_lite_does_not_import_widgets_or_ipython():
 
 
 # ------------------------------------------------------------- accessibility (issue 25)
-def test_each_frame_names_its_view():
-    box = slider_explorer(_line, [0.5, 2.0], description="slope", fmt="{:.1f}", static=False)
-    assert [im.tooltip for im in box.children[1].children] == ["slope = 0.5", "slope = 2.0"]
+def test_frames_carry_no_tooltip():
+    # the vendored html-manager (1.0.15) fails to draw an Image view with a tooltip
+    box = slider_explorer(_line, [0.5, 2.0], description="slope", static=False)
+    assert all(not getattr(im, "tooltip", None) for im in box.children[1].children)
 
 
 def test_static_image_carries_the_default_views_data(shown):

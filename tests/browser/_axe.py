@@ -96,6 +96,12 @@ def open_page(context, site_url: str, doc: str):
     views = tab.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
     if views:
         tab.wait_for_function(f"() => document.querySelectorAll('figure.explorer-live').length >= {views}")
+    # every stylesheet applied and the theme's colour mode set (axe measures computed colours)
+    tab.wait_for_function(
+        """() => document.documentElement.dataset.theme && Array.from(
+             document.querySelectorAll('link[rel="stylesheet"]')).every(l => l.sheet)""",
+        polling=100,
+    )
     tab.add_style_tag(content=NO_TRANSITIONS)
     return tab
 

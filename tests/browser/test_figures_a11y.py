@@ -91,7 +91,7 @@ def test_every_figure_is_described_and_links_its_data(browser, site_url):
                     alt = img["alt"] or ""
                     if len(alt) < 40 or NOT_A_DESCRIPTION.search(alt):
                         found.setdefault(doc, []).append(f"{fig['caption']}: image {img['src']} alt={alt[:50]!r}")
-                    elif img["frame"] and not alt.startswith("View for "):
+                    elif img["frame"] and not alt.startswith("View "):
                         found.setdefault(doc, []).append(f"{fig['caption']}: explorer frame without its view")
                 if fig["output"] and not fig["csv"]:
                     found.setdefault(doc, []).append(f"{fig['caption']}: no link to its data (CSV)")
