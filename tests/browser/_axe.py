@@ -50,11 +50,10 @@ def axe_source() -> str:
 
 
 RUN = """
-async (tags) => {
-  const result = await axe.run(document, {
-    runOnly: {type: 'tag', values: tags},
-    resultTypes: ['violations'],
-  });
+async ([tags, rules, exclude]) => {
+  const only = rules && rules.length ? {type: 'rule', values: rules} : {type: 'tag', values: tags};
+  const context = exclude && exclude.length ? {include: [['html']], exclude: exclude.map(e => [e])} : document;
+  const result = await axe.run(context, {runOnly: only, resultTypes: ['violations']});
   const lines = [];
   for (const v of result.violations) {
     for (const node of v.nodes) {
@@ -67,12 +66,19 @@ async (tags) => {
 }
 """
 
+#: the rules that depend on colour alone: what the dark mode can break
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 
-def run_axe(page, source: str) -> list[str]:
-    """Violations on ``page`` (axe injected if needed): ``"rule [impact] target: why"`` per element."""
+
+def run_axe(page, source: str, rules: list[str] | None = None, exclude: list[str] | None = None) -> list[str]:
+    """Violations on ``page``: ``"rule [impact] target: why"`` per element.
+
+    By default every rule tagged WCAG 2.0 / 2.1 A or AA runs on the whole page; ``rules`` runs
+    only those rules, ``exclude`` leaves out the elements matching those CSS selectors.
+    """
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.add_script_tag(content=source)
-    return page.evaluate(RUN, TAGS)
+    return page.evaluate(RUN, [TAGS, rules or [], exclude or []])
 
 
 #: no colour transitions: axe measures contrast from computed colours, which a transition blurs
@@ -120,6 +126,84 @@ def report(found: dict[str, list[str]], what: str, limit: int = 12) -> str:
     lines = [f"{len(found)} page(s) with {what}:"]
     for doc, items in sorted(found.items()):
         lines.append(f"  {doc}.html ({len(items)}):")
+        lines += [f"    - {item}" for item in items[:limit]]
+        if len(items) > limit:
+            lines.append(f"    ... and {len(items) - limit} more")
+    return "\n".join(lines)
+
+
+WIDE = {"width": 1280, "height": 900}
+#: WCAG's reflow width: 1280 CSS px at 400 % zoom
+NARROW = {"width": 320, "height": 640}
+#: the article's own content: its colours do not change with the width, so at 320 px the colour
+#: rules check only the page's furniture (header, sidebars, drawers), which the width rearranges
+ARTICLE = ".bd-article"
+
+#: visible elements that end right of the viewport (or start left of it) outside a box that scrolls
+STICK_OUT = r"""
+() => {
+  const width = document.documentElement.clientWidth;
+  const out = [];
+  if (document.documentElement.scrollWidth > width + 1) {
+    out.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} px in ${width} px`);
+  }
+  const clips = el => ['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(el).overflowX);
+  const clipped = el => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) if (clips(p)) return true;
+    return false;
+  };
+  const name = el => `${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}`
+    + `${[...el.classList].slice(0, 2).map(c => '.' + c).join('')}`;
+  for (const el of document.body.querySelectorAll('*')) {
+    if (el.closest('mjx-assistive-mml, .figure-zoom, script, style, dialog:not([open])')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    if (getComputedStyle(el).visibility === 'hidden') continue;
+    if ((r.right > width + 1 || r.left < -1) && !clipped(el)) {
+      out.push(`${name(el)} spans ${Math.round(r.left)}..${Math.round(r.right)} px: `
+        + el.textContent.trim().replace(/\s+/g, ' ').slice(0, 50));
+    }
+  }
+  return [...new Set(out)].slice(0, 30);
+}
+"""
+
+
+def check_page(context, site_url: str, doc: str, source: str) -> dict[str, list[str]]:
+    """Open ``doc`` once and check it at 1280 px and 320 px, light and dark.
+
+    Returns ``{what: problems}``: the axe violations of each width and mode, and at 320 px the
+    elements that stick out of the viewport (WCAG 1.4.10, Reflow).  At 1280 px in light mode every
+    WCAG A/AA rule runs; in dark mode the colour rules.  At 320 px every rule runs again in light
+    mode (scrolling boxes, the narrow header), the colour rules on the page's furniture only.
+    """
+    tab = open_page(context, site_url, doc)
+    found: dict[str, list[str]] = {}
+    try:
+        set_mode(tab, "light")
+        found["1280 px, light"] = run_axe(tab, source)
+        set_mode(tab, "dark")
+        found["1280 px, dark"] = run_axe(tab, source, rules=COLOUR_RULES)
+        set_mode(tab, "light")
+        tab.set_viewport_size(NARROW)
+        tab.evaluate("() => window.dispatchEvent(new Event('resize'))")
+        tab.wait_for_timeout(400)
+        found["320 px, sticking out"] = tab.evaluate(STICK_OUT)
+        rules = [r for r in tab.evaluate("(tags) => axe.getRules(tags).map(r => r.ruleId)", TAGS)
+                 if r != "color-contrast"]
+        found["320 px, light"] = run_axe(tab, source, rules=rules)
+        found["320 px, light"] += run_axe(tab, source, rules=COLOUR_RULES, exclude=[ARTICLE])
+        set_mode(tab, "dark")
+        found["320 px, dark"] = run_axe(tab, source, rules=COLOUR_RULES, exclude=[ARTICLE])
+    finally:
+        tab.close()
+    return {k: list(dict.fromkeys(v)) for k, v in found.items() if v}
+
+
+def page_report(doc: str, found: dict[str, list[str]], limit: int = 25) -> str:
+    lines = [f"{doc}.html: WCAG 2.1 AA failures (axe-core rule [impact] element: why; or what sticks out):"]
+    for what, items in found.items():
+        lines.append(f"  {what} ({len(items)}):")
         lines += [f"    - {item}" for item in items[:limit]]
         if len(items) > limit:
             lines.append(f"    ... and {len(items) - limit} more")
