@@ -136,8 +136,8 @@ FOCUS_BEFORE = r"""
   const control = fig.querySelector('.noUi-handle, [role="slider"], .widget-toggle-buttons button');
   const all = Array.from(document.querySelectorAll('a[href], button, [tabindex]:not([tabindex="-1"]), input, summary'))
     .filter(el => el.getBoundingClientRect().width > 0 && !el.disabled);
-  const before = all.filter(el => el.compareDocumentPosition(control) & Node.DOCUMENT_POSITION_FOLLOWING
-                                  && !fig.contains(el));
+  const before = all.filter(el => el !== control && !control.contains(el)
+                                  && (el.compareDocumentPosition(control) & Node.DOCUMENT_POSITION_FOLLOWING));
   before[before.length - 1].focus();
   return control.className;
 }
