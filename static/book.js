@@ -126,7 +126,7 @@
     frames.forEach(function (img, i) {
       // the frame shown names the control's value; hidden frames are not read
       var shown = img.getBoundingClientRect().width > 0;
-      var view = "View " + (i + 1) + " of " + frames.length + (shown ? ", " + what + " = " + current() : "");
+      var view = shown ? "View for " + what + " = " + current() : "Another view of this figure";
       img.setAttribute("alt", view + ". " + base);
     });
     var live = figure.querySelector(".explorer-live-region");

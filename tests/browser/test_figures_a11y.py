@@ -91,7 +91,7 @@ def test_every_figure_is_described_and_links_its_data(browser, site_url):
                     alt = img["alt"] or ""
                     if len(alt) < 40 or NOT_A_DESCRIPTION.search(alt):
                         found.setdefault(doc, []).append(f"{fig['caption']}: image {img['src']} alt={alt[:50]!r}")
-                    elif img["frame"] and not alt.startswith("View "):
+                    elif img["frame"] and not alt.startswith(("View for ", "Another view")):
                         found.setdefault(doc, []).append(f"{fig['caption']}: explorer frame without its view")
                 if fig["output"] and not fig["csv"]:
                     found.setdefault(doc, []).append(f"{fig['caption']}: no link to its data (CSV)")
@@ -138,8 +138,15 @@ FOCUS_BEFORE = r"""
     .filter(el => el.getBoundingClientRect().width > 0 && !el.disabled);
   const before = all.filter(el => el !== control && !control.contains(el)
                                   && (el.compareDocumentPosition(control) & Node.DOCUMENT_POSITION_FOLLOWING));
-  before[before.length - 1].focus();
-  return control.className;
+  let last = null;
+  for (let k = before.length - 1; k >= 0 && !last; k--) {  // the nearest that takes the focus
+    if (before[k].checkVisibility && !before[k].checkVisibility()) continue;
+    before[k].focus();
+    if (document.activeElement === before[k]) last = before[k];
+  }
+  if (!last) return 'nothing focusable before the control';
+  return `${control.className} (Tab from ${last.tagName.toLowerCase()}.${last.className}, `
+    + `focused: ${document.activeElement === last})`;
 }
 """
 
