@@ -630,7 +630,11 @@ def edition(book: Book, doc: str, name: str) -> dict:
         if figure.get("name"):
             number = book.labels[figure["name"]].number
             caption = render_markdown(ctx, figure.get("caption", ""))
-            out.append(_markdown(f"{cid}-caption", f"**Fig. {number}.** {caption}"))
+            text = f"**Fig. {number}.** {caption}"
+            alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt")
+            if alt:  # the figure's text alternative (issue 25), for a reader who cannot see the plot
+                text += f"\n\n*Figure description:* {alt}"
+            out.append(_markdown(f"{cid}-caption", text))
     if in_solution is not None:
         raise EditionError(f"{doc}: {{solution-start}} {in_solution} has no {{solution-end}}")
     title_at = next(i for i, c in enumerate(out) if c["cell_type"] == "markdown")

@@ -49,6 +49,18 @@ def _dedupe(app: Sphinx, pagename: str, templatename: str, context: dict, doctre
         scripts[:] = unique_scripts(scripts)  # in place: Sphinx restores this list after the page
 
 
+def _aria_roles(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """Valid ARIA in the page body (issue 25).
+
+    docutils writes a citation list (the bibliography of sphinxcontrib-bibtex) as
+    ``<div role="list">`` holding entries with ``role="doc-biblioentry"``, a role ARIA 1.2
+    deprecates; a list then has no ``listitem`` children.  Each entry becomes a list item.
+    """
+    body = context.get("body")
+    if isinstance(body, str) and 'role="doc-biblioentry"' in body:
+        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+
+
 DEFAULT_MODE = "light"
 
 
@@ -59,5 +71,6 @@ def _theme_mode(app: Sphinx, config: Any) -> None:
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", _theme_mode)
-    app.connect("html-page-context", _dedupe, priority=900)  # after every extension added its scripts
+    app.connect("html-page-context", _dedupe, priority=900)
+    app.connect("html-page-context", _aria_roles)  # after every extension added its scripts
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

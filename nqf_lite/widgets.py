@@ -36,6 +36,8 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from .plotting import FIGURE_DATA_KEY, figure_data
+
 __all__ = ["CONTROLS", "slider_explorer"]
 
 #: how the reader picks a view: a slider for an ordered parameter, toggle buttons for categories
@@ -56,13 +58,18 @@ def _display(obj: Any) -> None:
     display(obj)
 
 
-def _show_png(png: bytes) -> None:
-    """Display ``png`` as a plain image output (what readers without JavaScript see)."""
+def _show_png(png: bytes, data: str | None = None) -> None:
+    """Display ``png`` as a plain image output (what readers without JavaScript see).
+
+    ``data``, the figure's data as CSV (:func:`nqf_lite.plotting.figure_data`), goes into the
+    image's output metadata, from where the book links it under the figure.
+    """
     try:
         from IPython.display import Image
     except ImportError:
         return
-    _display(Image(data=png, format="png"))
+    metadata = {FIGURE_DATA_KEY: data} if data else None
+    _display(Image(data=png, format="png", metadata=metadata))
 
 
 def _widgets() -> Any:
@@ -189,7 +196,8 @@ def slider_explorer(
     labels = _labels(values, fmt)
 
     pngs = []
-    for v in values:
+    data = None
+    for i, v in enumerate(values):
         open_before = set(plt.get_fignums())
         fig = render(v)
         if not isinstance(fig, Figure):
@@ -198,11 +206,13 @@ def slider_explorer(
             raise TypeError(
                 f"render({v!r}) must return a matplotlib Figure, got {type(fig).__name__}"
             )
+        if i == index:
+            data = figure_data(fig)
         pngs.append(_png(fig))
 
     widgets = _widgets()
     if static or widgets is None:
-        _show_png(pngs[index])
+        _show_png(pngs[index], data)
     if widgets is None:
         print(NO_WIDGETS)
         return None
@@ -222,6 +232,8 @@ def slider_explorer(
 
 
 def _image(widgets: Any, png: bytes) -> Any:
+    # (no tooltip: the vendored html-manager 1.0.15 cannot draw an Image view that has one; the
+    # book's static/book.js gives each view its text alternative)
     return widgets.Image(value=png, format="png", layout=widgets.Layout(max_width="100%"))
 
 

@@ -295,3 +295,57 @@ def test_import_nqf_lite_does_not_import_widgets_or_ipython():
         "print(sorted(m for m in ('ipywidgets', 'IPython') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------- accessibility (issue 25)
+def test_frames_carry_no_tooltip():
+    # the vendored html-manager (1.0.15) fails to draw an Image view with a tooltip
+    box = slider_explorer(_line, [0.5, 2.0], description="slope", static=False)
+    assert all(not getattr(im, "tooltip", None) for im in box.children[1].children)
+
+
+def test_static_image_carries_the_default_views_data(shown):
+    from nqf_lite.plotting import FIGURE_DATA_KEY
+
+    slider_explorer(_line, [0.5, 3.0], description="slope", index=1)
+    csv_text = shown[0].metadata[FIGURE_DATA_KEY]
+    rows = [r.split(",") for r in csv_text.strip().split("\n")]
+    assert rows[0][:5] == ["panel", "panel title", "x axis", "y axis", "series"]
+    assert [r[5:7] for r in rows[1:]] == [["0", "0"], ["1", "3"]]  # the line of view 1, not view 0
+
+
+def test_figure_data_lists_every_plotted_point_with_its_axis_labels():
+    import csv
+    import io
+
+    from nqf_lite.plotting import figure_data
+
+    fig, (ax, ax2) = plt.subplots(1, 2)
+    ax.plot([1.0, 2.0, 3.0], [0.5, 0.25, 0.125], label="loss")
+    ax.axhline(0.2)
+    ax.fill_between([1.0, 2.0], [0.0, 0.0], [1.0, 1.0])
+    ax.set(xlabel="step", ylabel="loss [nats]", title="training")
+    im = ax2.imshow(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    ax2.scatter([5.0], [6.0])
+    fig.colorbar(im)
+    rows = list(csv.DictReader(io.StringIO(figure_data(fig))))
+    line = [r for r in rows if r["series"] == "loss"]
+    assert [(float(r["x"]), float(r["y"])) for r in line] == [(1, 0.5), (2, 0.25), (3, 0.125)]
+    assert {(r["panel"], r["panel title"], r["x axis"], r["y axis"]) for r in line} == {
+        ("1", "training", "step", "loss [nats]")
+    }
+    guide = [r for r in rows if r["series"] == "line 2"]
+    assert [(r["x"], float(r["y"])) for r in guide] == [("", 0.2)]  # spans the panel: no x
+    band = [(float(r["x"]), float(r["y"])) for r in rows if r["series"] == "band 1"]
+    assert {(1, 0), (2, 0), (1, 1), (2, 1)} <= set(band)
+    image = [(int(r["x"]), int(r["y"]), float(r["value"])) for r in rows if r["series"] == "image 1"]
+    assert image == [(0, 0, 1.0), (1, 0, 2.0), (0, 1, 3.0), (1, 1, 4.0)]
+    assert [(float(r["x"]), float(r["y"])) for r in rows if r["series"] == "points 1"] == [(5, 6)]
+    assert {r["panel"] for r in rows} == {"1", "2"}  # the colour bar is not a panel
+
+
+def test_figure_data_rejects_what_is_not_a_figure():
+    from nqf_lite.plotting import figure_data
+
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure"):
+        figure_data(plt.subplots()[1])
