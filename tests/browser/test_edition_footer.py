@@ -30,8 +30,6 @@ SKIP = {"genindex.html", "search.html", "py-modindex.html", "prf-prf.html"}
 
 def _pages() -> list[Path]:
     if not (HTML / "index.html").is_file():
-        if os.environ.get("CI"):
-            raise RuntimeError("CI: the book must be built before the browser tests")
         return []
     return sorted(p for p in HTML.rglob("*.html")
                   if p.name not in SKIP and not p.relative_to(HTML).parts[0].startswith(("_", "editions", "pdf"))
@@ -39,6 +37,11 @@ def _pages() -> list[Path]:
 
 
 PAGES = _pages()
+
+
+def test_book_is_built_under_ci():
+    if os.environ.get("CI") and not PAGES:
+        pytest.fail("CI: the book must be built before the browser tests (bash scripts/build_book.sh)")
 
 
 @pytest.mark.skipif(not PAGES, reason="the book is not built (bash scripts/build_book.sh)")
