@@ -39,7 +39,7 @@ step 1 "unit tests (package, editions up to date, install into a Colab-like envi
   $PYTEST tests -m "not browser" -q -n 2 --dist loadfile -p no:cacheprovider
 step 2 "nbval: all ${#notebooks[@]} chapters in _toc.yml at base seed NQF_SEED=$NBVAL_SEED" \
   env NQF_SEED=$NBVAL_SEED $PYTEST "${NBVAL[@]}" "${notebooks[@]}"
-step 3 "reader editions in a reader's environment (ipywidgets 7.7, no build tools), each run twice in one kernel, NQF_SEED=$READER_SEED" \
+step 3 "reader editions in an environment built from Colab's published package list (IPython 7.34, ipywidgets 7.7.1; no build tools), each run twice in one kernel, NQF_SEED=$READER_SEED" \
   reader_editions
 step 4 "book build at base seed NQF_SEED=${NQF_SEED:-0}, with the PDFs (-W: warnings are errors; a failed claim fails the build)" \
   bash scripts/build_book.sh
