@@ -66,7 +66,7 @@ class LearningForecast:
     rates : ndarray, shape (p,)
         GLV growth rates ``r_k = (8/m) sum_{mu,o} lambda_{mu o,k} y_{mu o}`` (Eq. 37; the sum
         runs over the ``m`` inputs and every output ``o``, the loss convention of Eq. 26 and
-        :meth:`nqf_lite.NQF.train`), decreasing.
+        :meth:`nqf_lite.form.NQF.train`), decreasing.
     competition : ndarray, shape (p, p)
         ``C_kj = (8/m) sum_{mu,o} lambda_{mu o,k} lambda_{mu o,j}`` (Eq. 32).
     eps : float or None
@@ -455,7 +455,7 @@ def predict_learning(
     (Eqs. 32, 37) give, for initial abundances ``z_k(0)`` and full-batch GD at learning
     rate ``lr`` on the loss of Eq. 26, ``L = (1/m) sum_mu sum_o (f_{mu o} - y_{mu o})^2``:
     summed over the ``V`` outputs and averaged over the ``m`` inputs, the convention of
-    :meth:`nqf_lite.NQF.train` and :meth:`nqf_lite.NQF.loss` (so the same ``lr`` gives the
+    :meth:`nqf_lite.form.NQF.train` and :meth:`nqf_lite.form.NQF.loss` (so the same ``lr`` gives the
     same steps in both; with ``V`` outputs a mean over outputs would be ``V`` times slower):
 
     - the switch-on time of mode ``k``, where ``z_k`` reaches half of ``r_k/C_kk``,
