@@ -395,8 +395,8 @@ def _destination_pages(path: Path) -> dict[str, int]:
 
 
 def print_book(page, url: str, published: str) -> tuple[Path, int]:
-    """Print the book twice in one loaded page: once to learn where each entry of the contents
-    lands, once with those page numbers filled in (the same pagination: a number keeps its width)."""
+    """Print the book in one loaded page: once to learn where each entry of the contents lands,
+    then with those page numbers filled in, again until every entry lands where the contents say."""
     document, entries, title = book_html(published)
     SCRATCH.mkdir(parents=True, exist_ok=True)
     (SCRATCH / "book.html").write_text(document.replace("<!--CONTENTS-->", _contents(entries, None)), encoding="utf-8")
@@ -408,17 +408,23 @@ def print_book(page, url: str, published: str) -> tuple[Path, int]:
     if missing:
         raise RuntimeError(f"book.pdf: no destination for the contents' entries {missing[:5]}")
     pages = {a: first[a] for _, a, _ in entries}
-    page.evaluate(
-        """(pages) => { for (const li of document.querySelectorAll('nav.print-toc li')) {
-             const a = li.querySelector('a'); const n = pages[a.getAttribute('href').slice(1)];
-             li.querySelector('.toc-page').textContent = String(n); } }""",
-        pages,
-    )
-    _pdf(page, path, "")
-    second = _destination_pages(path)
-    moved = [a for a in pages if second.get(a) != pages[a]]
-    if moved:
-        raise RuntimeError(f"book.pdf: the contents' page numbers moved between the two printings: {moved[:5]}")
+    # fill the numbers in and print again, until a printing lands every entry where the contents
+    # say (a number can change the width of its line, and a late page break moves what follows)
+    for _ in range(4):
+        page.evaluate(
+            """(pages) => { for (const li of document.querySelectorAll('nav.print-toc li')) {
+                 const a = li.querySelector('a'); const n = pages[a.getAttribute('href').slice(1)];
+                 li.querySelector('.toc-page').textContent = String(n); } }""",
+            pages,
+        )
+        _pdf(page, path, "")
+        landed = _destination_pages(path)
+        moved = [a for a in pages if landed.get(a) != pages[a]]
+        if not moved:
+            break
+        pages = {a: landed[a] for a in pages}
+    else:
+        raise RuntimeError(f"book.pdf: the contents' page numbers still move after 5 printings: {moved[:5]}")
     shutil.rmtree(SCRATCH, ignore_errors=True)
     return path, len(PdfReader(str(path)).pages)
 
