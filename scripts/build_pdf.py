@@ -411,12 +411,12 @@ def print_book(page, url: str, published: str) -> tuple[Path, int]:
     # fill the numbers in and print again, until a printing lands every entry where the contents
     # say (a number can change the width of its line, and a late page break moves what follows)
     for _ in range(4):
-        page.evaluate(
-            """(pages) => { for (const li of document.querySelectorAll('nav.print-toc li')) {
-                 const a = li.querySelector('a'); const n = pages[a.getAttribute('href').slice(1)];
-                 li.querySelector('.toc-page').textContent = String(n); } }""",
-            pages,
+        # a freshly loaded document each time: printing one page again and again can lay it out
+        # differently (the last entries moved by one page, back and forth)
+        (SCRATCH / "book.html").write_text(
+            document.replace("<!--CONTENTS-->", _contents(entries, pages)), encoding="utf-8"
         )
+        _ready(page, f"{url}/_print/book.html")
         _pdf(page, path, "")
         landed = _destination_pages(path)
         moved = [a for a in pages if landed.get(a) != pages[a]]
