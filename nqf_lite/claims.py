@@ -34,7 +34,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -46,6 +46,11 @@ CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
 #: what a claim is: a prediction of the theory, an exact identity checked by an
 #: independent route, or a check of the code (true by construction)
 KINDS = ("prediction", "identity", "code")
+#: the arguments of :meth:`Claims.check`, the columns a claims table may have
+_CHECK_ARGS = (
+    "key", "statement", "measured", "expected", "atol", "rtol", "at_most",
+    "at_least", "source", "prediction", "n_seeds", "spread", "kind",
+)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
 
 
@@ -371,6 +376,86 @@ class Claims:
                 f"criterion {criterion} not met"
             )
         return m
+
+    def table(
+        self,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[object]],
+        **common: object,
+    ) -> list[float]:
+        """Check a table of claims: one row a claim, one record each.
+
+        A chapter's claims after an experiment are a table, not a wall of
+        calls: ``columns`` names the arguments of :meth:`check` that vary
+        from row to row, ``common`` gives those shared by every row. Each row
+        is checked as :meth:`check` would check it and keeps its own record
+        in the ledger; every row is checked even when an earlier one fails,
+        and one :class:`ClaimFailed` then names all the failed keys.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            Names of :meth:`check`'s arguments, e.g. ``("key", "statement",
+            "measured", "at_most")``; ``key``, ``statement`` and ``measured``
+            must be among ``columns`` or ``common``.
+        rows : iterable of sequences
+            One sequence of values a claim, in the order of ``columns``.
+        **common
+            Arguments of :meth:`check` shared by all rows (``source=``,
+            ``kind=``, a tolerance). A row's own value wins.
+
+        Returns
+        -------
+        list of float
+            The measured values, in row order.
+
+        Examples
+        --------
+        >>> claims.table(  # doctest: +SKIP
+        ...     ("key", "statement", "measured"),
+        ...     [("ch6-C", "C = I", err_C), ("ch6-r", "r recovered", err_r)],
+        ...     at_most=1e-12, source="Eq. 37", kind="code")
+        """
+        columns = tuple(columns)
+        allowed = set(_CHECK_ARGS)
+        unknown = [c for c in (*columns, *common) if c not in allowed]
+        if unknown:
+            raise ValueError(
+                f"columns and common must name arguments of check "
+                f"({', '.join(_CHECK_ARGS)}), got {unknown}"
+            )
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"columns must not repeat a name, got {columns}")
+        missing = [
+            c
+            for c in ("key", "statement", "measured")
+            if c not in columns and c not in common
+        ]
+        if missing:
+            raise ValueError(f"columns or common must give {missing}")
+        rows = [tuple(r) for r in rows]
+        if not rows:
+            raise ValueError("rows must hold at least one claim")
+        for i, row in enumerate(rows):
+            if len(row) != len(columns):
+                raise ValueError(
+                    f"rows[{i}] has {len(row)} values for {len(columns)} "
+                    f"columns {columns}"
+                )
+        values, failures = [], []
+        for row in rows:
+            args = {**common, **dict(zip(columns, row))}
+            key = args.pop("key")
+            statement = args.pop("statement")
+            measured = args.pop("measured")
+            try:
+                values.append(self.check(key, statement, measured, **args))
+            except ClaimFailed as err:
+                failures.append(str(err))
+                values.append(float(measured))
+        if failures:
+            raise ClaimFailed("\n".join(failures))
+        return values
 
     def _forget_rerun(self, key: str) -> None:
         """Drop the record of ``key`` when a later cell execution checks it again.

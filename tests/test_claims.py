@@ -595,3 +595,49 @@ def test_write_api_pages_follows_the_package(fake_package, tmp_path):
     before = (book / "book" / "api" / "fakepkg.alpha.md").stat().st_mtime_ns
     api_docs.write_api_pages(book, fake_package)
     assert (book / "book" / "api" / "fakepkg.alpha.md").stat().st_mtime_ns == before
+
+
+def test_table_checks_every_row_and_records_each(tmp_path, monkeypatch):
+    monkeypatch.setenv("NQF_CLAIMS_DIR", str(tmp_path))
+    c = Claims("tbl")
+    with pytest.raises(ClaimFailed) as err:
+        c.table(
+            ("key", "statement", "measured", "at_most"),
+            [("t-a", "A", 0.1, 1.0), ("t-b", "B", 2.0, 1.0), ("t-c", "C", 3.0, 1.0)],
+            source="Eq. 1",
+            kind="code",
+        )
+    # the failure names both failed keys, and the row after the first failure is recorded
+    assert "t-b" in str(err.value) and "t-c" in str(err.value)
+    assert [r.key for r in c.records] == ["t-a", "t-b", "t-c"]
+    assert [r.passed for r in c.records] == [True, False, False]
+    assert {r.source for r in c.records} == {"Eq. 1"}
+    lines = (tmp_path / "tbl.jsonl").read_text().splitlines()
+    assert len(lines) == 3
+
+
+def test_table_row_value_wins_over_common():
+    c = Claims("tbl2")
+    got = c.table(
+        ("key", "statement", "measured", "kind"),
+        [("u-a", "A", 0.5, "identity"), ("u-b", "B", 0.25, "code")],
+        at_most=1.0,
+        kind="prediction",
+    )
+    assert got == [0.5, 0.25]
+    assert [r.kind for r in c.records] == ["identity", "code"]
+
+
+@pytest.mark.parametrize(
+    "columns, rows, common, match",
+    [
+        (("key", "statement"), [("a", "A")], {}, "measured"),
+        (("key", "statement", "measured", "tol"), [("a", "A", 1, 1)], {}, "tol"),
+        (("key", "key", "measured"), [("a", "b", 1)], {}, "repeat"),
+        (("key", "statement", "measured"), [("a", "A")], {}, r"rows\[0\]"),
+        (("key", "statement", "measured"), [], {}, "at least one"),
+    ],
+)
+def test_table_rejects_bad_layout(columns, rows, common, match):
+    with pytest.raises(ValueError, match=match):
+        Claims("tbl3").table(columns, rows, at_most=1.0, **common)
