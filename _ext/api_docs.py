@@ -1,4 +1,5 @@
-"""Sphinx extension: the API reference, one page per public module of ``nqf_lite``.
+"""Sphinx extension: the API reference, one page per public module of
+``nqf_lite``.
 
 0. At ``config-inited`` (before sphinx-external-toc reads ``_toc.yml``, whose
    ``glob: book/api/nqf_lite.*`` picks the pages up) it writes
@@ -46,12 +47,15 @@ def escape_bars(line: str) -> str:
     return "".join(out)
 
 
-def _process(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+def _process(
+    app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     lines[:] = [escape_bars(line) for line in lines]
 
 
 def defining_name(target: str) -> str | None:
-    """Full name ``pkg.module.obj`` of the object a re-export ``pkg.obj`` points to."""
+    """Full name ``pkg.module.obj`` of the object a re-export ``pkg.obj``
+    points to."""
     module, _, attr = target.rpartition(".")
     if not module or not attr:
         return None
@@ -59,13 +63,18 @@ def defining_name(target: str) -> str | None:
         obj = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError):
         return None
-    home, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    home, qualname = (
+        getattr(obj, "__module__", None),
+        getattr(obj, "__qualname__", None),
+    )
     if not home or not qualname or f"{home}.{qualname}" == target:
         return None
     return f"{home}.{qualname}"
 
 
-def _resolve_reexport(app: Sphinx, env: Any, node: nodes.Element, contnode: nodes.Element) -> Any:
+def _resolve_reexport(
+    app: Sphinx, env: Any, node: nodes.Element, contnode: nodes.Element
+) -> Any:
     target = node.get("reftarget", "")
     if node.get("refdomain") != "py" or not target.startswith("nqf_lite."):
         return None
@@ -94,8 +103,15 @@ def public_modules(package: str = PACKAGE) -> list[str]:
     root = importlib.import_module(package)
     if not hasattr(root, "__path__"):
         raise TypeError(f"package must name a package, got module {package!r}")
-    names = [m.name for m in pkgutil.walk_packages(root.__path__, prefix=f"{package}.")]
-    return sorted(n for n in names if not any(part.startswith("_") for part in n.split(".")))
+    names = [
+        m.name
+        for m in pkgutil.walk_packages(root.__path__, prefix=f"{package}.")
+    ]
+    return sorted(
+        n
+        for n in names
+        if not any(part.startswith("_") for part in n.split("."))
+    )
 
 
 def module_page(module: str) -> str:
@@ -108,7 +124,8 @@ def module_page(module: str) -> str:
 
 
 def write_api_pages(srcdir: Path, package: str = PACKAGE) -> list[str]:
-    """Write one page per public module under ``srcdir/book/api``; return the module names.
+    """Write one page per public module under ``srcdir/book/api``; return the
+    module names.
 
     A page is rewritten only when its text changes (so Sphinx does not re-read
     it needlessly); generated pages of modules that disappeared are removed.
@@ -118,7 +135,9 @@ def write_api_pages(srcdir: Path, package: str = PACKAGE) -> list[str]:
     modules = public_modules(package)
     wanted = {folder / f"{m}.md" for m in modules}
     for stale in folder.glob(f"{package}.*.md"):
-        if stale not in wanted and stale.read_text(encoding="utf-8").startswith(GENERATED):
+        if stale not in wanted and stale.read_text(
+            encoding="utf-8"
+        ).startswith(GENERATED):
             stale.unlink()
     for module in modules:
         path = folder / f"{module}.md"
@@ -135,7 +154,12 @@ def _write_pages(app: Sphinx, config: Any) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     # before sphinx-external-toc (priority 900) resolves the glob in _toc.yml
     app.connect("config-inited", _write_pages, priority=100)
-    # run after napoleon (priority 500) has turned the NumPy sections into fields
+    # run after napoleon (priority 500) has turned the NumPy sections into
+    # fields
     app.connect("autodoc-process-docstring", _process, priority=600)
     app.connect("missing-reference", _resolve_reexport)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {
+        "version": "1.0",
+        "parallel_read_safe": True,
+        "parallel_write_safe": True,
+    }

@@ -1,13 +1,15 @@
-"""Sphinx extension: which edition a page belongs to, how to cite it, how to report a problem.
+"""Sphinx extension: which edition a page belongs to, how to cite it, how to
+report a problem.
 
-- Every HTML page ends with a note: the book's version and release date, the build's date,
-  commit and seed, and links to the changelog, to *Cite this book* and to a new-issue form
-  filled in with the page, the version, the commit and the seed.
+- Every HTML page ends with a note: the book's version and release date, the
+  build's date, commit and seed, and links to the changelog, to *Cite this
+  book* and to a new-issue form filled in with the page, the version, the
+  commit and the seed.
 - ``{nqf-edition}`` writes the same facts as a paragraph (the changelog page).
 - ``{nqf-cite}`` writes the book's BibTeX entry, with its version and year.
 
-The facts come from :mod:`book_meta` (``pyproject.toml`` for the version, the changelog for its
-date, ``_config.yml`` for the repository).
+The facts come from :mod:`book_meta` (``pyproject.toml`` for the version, the
+changelog for its date, ``_config.yml`` for the repository).
 """
 
 from __future__ import annotations
@@ -53,7 +55,11 @@ class EditionDirective(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         e = book_meta.edition()
-        return [nodes.paragraph(text=edition_sentence(e), classes=["nqf-edition-line"])]
+        return [
+            nodes.paragraph(
+                text=edition_sentence(e), classes=["nqf-edition-line"]
+            )
+        ]
 
 
 class CiteDirective(SphinxDirective):
@@ -70,7 +76,8 @@ def _relative(pagename: str, target: str) -> str:
 
 
 def report_url(e: book_meta.Edition, pagename: str, title: str) -> str:
-    """A new-issue form filled in with the page, the version, the commit and the seed."""
+    """A new-issue form filled in with the page, the version, the commit and
+    the seed."""
     body = (
         f"Page: {pagename} ({title})\n"
         f"Address: {e.published}{pagename}.html\n"
@@ -81,8 +88,14 @@ def report_url(e: book_meta.Edition, pagename: str, title: str) -> str:
     return e.issue_url(f"[{pagename}] ", body, labels="reader-report")
 
 
-def _footer(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
-    if "body" not in context or pagename in {"genindex", "search", "py-modindex"}:
+def _footer(
+    app: Any, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
+    if "body" not in context or pagename in {
+        "genindex",
+        "search",
+        "py-modindex",
+    }:
         return
     e = book_meta.edition()
     title = re.sub(r"<[^>]+>", "", context.get("title", pagename))
@@ -103,4 +116,8 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_directive("nqf-cite", CiteDirective)
     app.add_css_file("edition.css")
     app.connect("html-page-context", _footer)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {
+        "version": "1.0",
+        "parallel_read_safe": True,
+        "parallel_write_safe": True,
+    }

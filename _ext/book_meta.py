@@ -1,12 +1,12 @@
 """The book's edition: version, release date, build date, commit, addresses.
 
-One source for each: the version is ``[project].version`` of ``pyproject.toml``;
-its release date is the date in that version's heading of the changelog
-(``book/changelog.md``: ``## 0.2.0 (2026-12-02)``); the repository is
-``repository.url`` of ``_config.yml``; the build date is today (or
-``SOURCE_DATE_EPOCH``, for a reproducible build), the commit git's ``HEAD``.
-Used by the page extension (``book_edition``), the notebook editions and the
-PDF printer.
+One source for each: the version is ``[project].version`` of
+``pyproject.toml``; its release date is the date in that version's heading of
+the changelog (``book/changelog.md``: ``## 0.2.0 (2026-12-02)``); the
+repository is ``repository.url`` of ``_config.yml``; the build date is today
+(or ``SOURCE_DATE_EPOCH``, for a reproducible build), the commit git's
+``HEAD``. Used by the page extension (``book_edition``), the notebook editions
+and the PDF printer.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 CHANGELOG = ROOT / "book" / "changelog.md"
 #: ``## 0.2.0 (2026-12-02)``: one heading per version in the changelog
-RELEASE = re.compile(r"^##\s+(?P<version>\d+\.\d+\.\d+)\s+\((?P<date>\d{4}-\d{2}-\d{2})\)", re.M)
+RELEASE = re.compile(
+    r"^##\s+(?P<version>\d+\.\d+\.\d+)\s+\((?P<date>\d{4}-\d{2}-\d{2})\)", re.M
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,11 @@ def repository(root: Path = ROOT) -> str:
 def _commit(root: Path) -> str:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short=10", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+            ["git", "rev-parse", "--short=10", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
         )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -79,13 +85,18 @@ def _commit(root: Path) -> str:
 
 def _today() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    when = dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch else dt.datetime.now(dt.UTC)
+    when = (
+        dt.datetime.fromtimestamp(int(epoch), dt.UTC)
+        if epoch
+        else dt.datetime.now(dt.UTC)
+    )
     return when.date().isoformat()
 
 
 @lru_cache(maxsize=None)
 def edition(root: Path = ROOT) -> Edition:
-    """The edition being built. Raises ``ValueError`` if the changelog lacks the version."""
+    """The edition being built. Raises ``ValueError`` if the changelog lacks
+    the version."""
     v = version(root)
     dates = releases(root)
     if v not in dates:

@@ -9,7 +9,7 @@ Jupyter, JupyterLab and Colab show as raw markup.  This module turns a chapter i
   solutions into hidden cells), references become the numbers and names the page shows
   ("Fig. 4.1", "Eq. (4.3)", "Theorem 2 of the paper", "(Ziyin et al., 2026)"), equations carry
   their numbers, and a glued number reads ``⟨key⟩``: its value is printed under the cell that
-  computes it (:func:`nqf_lite.claims.show_numbers`, called by the edition's set-up cell);
+  computes it (:func:`nqf_lite.book.claims.show_numbers`, called by the edition's set-up cell);
 - a **student edition** (``editions/student/<chapter>.ipynb``): the reader edition without any
   solution, each coding exercise reduced to its scaffold.
 
@@ -562,11 +562,11 @@ def _setup_cell(ctx: Context, install_source: str) -> dict:
     text = install_source.rstrip("\n")
     text = text.replace('"nqf_lite @ git+', '"nqf_lite[book] @ git+')
     release = book_meta.edition(ctx.book.root)
-    text += "\n\n# Which edition this is; nqf_lite.about.report() prints a problem report\n"
-    text += "from nqf_lite.about import edition\n\n"
+    text += "\n\n# Which edition this is; nqf_lite.book.about.report() prints a problem report\n"
+    text += "from nqf_lite.book.about import edition\n\n"
     text += f"edition({ctx.page.doc.rsplit('/', 1)[-1]!r}, {release.version!r})\n"
     text += "\n# Numbers the text quotes, with the format the page prints them in\n"
-    text += "from nqf_lite.claims import show_numbers\n\n"
+    text += "from nqf_lite.book.claims import show_numbers\n\n"
     text += f"show_numbers({spec})\n"
     return _code("edition-setup", text, hidden_title="Set-up: run this cell first")
 

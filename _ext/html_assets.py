@@ -25,14 +25,18 @@ from sphinx.application import Sphinx
 
 
 def script_key(script: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """What makes two scripts the same: the file name (``None`` as ``''``) and the attributes."""
+    """What makes two scripts the same: the file name (``None`` as ``''``) and
+    the attributes."""
     name = getattr(script, "filename", script) or ""
     attributes = getattr(script, "attributes", {}) or {}
-    return str(name), tuple(sorted((str(k), str(v)) for k, v in attributes.items()))
+    return str(name), tuple(
+        sorted((str(k), str(v)) for k, v in attributes.items())
+    )
 
 
 def unique_scripts(scripts: list[Any]) -> list[Any]:
-    """``scripts`` without repeats (see :func:`script_key`), first occurrence kept, order kept."""
+    """``scripts`` without repeats (see :func:`script_key`), first occurrence
+    kept, order kept."""
     seen: set = set()
     out = []
     for script in scripts:
@@ -43,22 +47,31 @@ def unique_scripts(scripts: list[Any]) -> list[Any]:
     return out
 
 
-def _dedupe(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+def _dedupe(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
     scripts = context.get("script_files")
     if scripts:
-        scripts[:] = unique_scripts(scripts)  # in place: Sphinx restores this list after the page
+        scripts[:] = unique_scripts(
+            scripts
+        )  # in place: Sphinx restores this list after the page
 
 
-def _aria_roles(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+def _aria_roles(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
     """Valid ARIA in the page body (issue 25).
 
-    docutils writes a citation list (the bibliography of sphinxcontrib-bibtex) as
-    ``<div role="list">`` holding entries with ``role="doc-biblioentry"``, a role ARIA 1.2
-    deprecates; a list then has no ``listitem`` children.  Each entry becomes a list item.
+    docutils writes a citation list (the bibliography of sphinxcontrib-bibtex)
+    as ``<div role="list">`` holding entries with ``role="doc-biblioentry"``, a
+    role ARIA 1.2 deprecates; a list then has no ``listitem`` children.  Each
+    entry becomes a list item.
     """
     body = context.get("body")
     if isinstance(body, str) and 'role="doc-biblioentry"' in body:
-        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+        context["body"] = body.replace(
+            'role="doc-biblioentry"', 'role="listitem"'
+        )
 
 
 DEFAULT_MODE = "light"
@@ -72,5 +85,11 @@ def _theme_mode(app: Sphinx, config: Any) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", _theme_mode)
     app.connect("html-page-context", _dedupe, priority=900)
-    app.connect("html-page-context", _aria_roles)  # after every extension added its scripts
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    app.connect(
+        "html-page-context", _aria_roles
+    )  # after every extension added its scripts
+    return {
+        "version": "1.0",
+        "parallel_read_safe": True,
+        "parallel_write_safe": True,
+    }

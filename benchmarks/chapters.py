@@ -1,15 +1,18 @@
-"""Measure each chapter's execution time and peak memory (budget: 60 s, 1 GB; whole book 5 min).
+"""Measure each chapter's execution time and peak memory (budget: 60 s, 1 GB;
+whole book 5 min).
 
 Usage::
 
     .venv/bin/python benchmarks/chapters.py [notebooks/01_symmetry.ipynb ...]
 
-Each notebook in ``_toc.yml`` (or those given) is executed by nbclient in a fresh kernel; a
-sampler thread records the peak resident memory of the kernel process tree.  Results are
-printed as a table (``benchmarks/run.py`` puts it into ``benchmarks/RESULTS.md``) and written to
-``benchmarks/chapters.json``, which the course guide reads for its running times.  Not a timed
-test: budgets are reported and the exit code is non-zero when one is exceeded.  The memory
-budget is Binder's: mybinder.org guarantees 1 GB to a session (and stops it at 2 GB).
+Each notebook in ``_toc.yml`` (or those given) is executed by nbclient in a
+fresh kernel; a sampler thread records the peak resident memory of the kernel
+process tree. Results are printed as a table (``benchmarks/run.py`` puts it
+into ``benchmarks/RESULTS.md``) and written to ``benchmarks/chapters.json``,
+which the course guide reads for its running times.  Not a timed test: budgets
+are reported and the exit code is non-zero when one is exceeded. The memory
+budget is Binder's: mybinder.org guarantees 1 GB to a session (and stops it at
+2 GB).
 """
 
 from __future__ import annotations
@@ -48,9 +51,15 @@ def _tree_rss(pid: int) -> int:
 
 
 def run(path: Path) -> tuple[float, int, float]:
-    """Execute one notebook; return (wall seconds, peak RSS bytes, kernel CPU seconds)."""
+    """Execute one notebook; return (wall seconds, peak RSS bytes, kernel CPU
+    seconds)."""
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     peak = [0]
     cpu = [0.0]
     done = threading.Event()
@@ -58,7 +67,11 @@ def run(path: Path) -> tuple[float, int, float]:
     def sample() -> None:
         while not done.is_set():
             km = client.km
-            pid = getattr(getattr(km, "provisioner", None), "pid", None) if km else None
+            pid = (
+                getattr(getattr(km, "provisioner", None), "pid", None)
+                if km
+                else None
+            )
             if pid:
                 peak[0] = max(peak[0], _tree_rss(pid))
                 try:
@@ -80,27 +93,39 @@ def run(path: Path) -> tuple[float, int, float]:
 
 
 def toc_paths() -> list[Path]:
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "toc_notebooks.py")], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "toc_notebooks.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [ROOT / line for line in out.stdout.split()]
 
 
 def measure(paths: list[Path]) -> tuple[list[str], float, bool]:
-    """Run each notebook; return its table rows, the total wall time, and whether budgets hold.
+    """Run each notebook; return its table rows, the total wall time, and
+    whether budgets hold.
 
-    The measurements are also merged into ``benchmarks/chapters.json`` (read by the course guide).
+    The measurements are also merged into ``benchmarks/chapters.json`` (read by
+    the course guide).
     """
     rows, total, ok = [], 0.0, True
     record = json.loads(JSON.read_text()) if JSON.is_file() else {}
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     for path in paths:
         wall, peak, cpu = run(path)
-        record[path.stem] = {"wall_s": round(wall, 1), "peak_mb": round(peak / 1e6), "measured": stamp,
-                             "cores": psutil.cpu_count()}
+        record[path.stem] = {
+            "wall_s": round(wall, 1),
+            "peak_mb": round(peak / 1e6),
+            "measured": stamp,
+            "cores": psutil.cpu_count(),
+        }
         total += wall
         within = wall <= CHAPTER_SECONDS and peak <= PEAK_BYTES
         ok &= within
-        rows.append(f"| {path.stem} | {wall:.1f} | {cpu:.1f} | {peak / 1e6:.0f} | {'ok' if within else 'OVER'} |")
+        rows.append(
+            f"| {path.stem} | {wall:.1f} | {cpu:.1f} | {peak / 1e6:.0f} | {'ok' if within else 'OVER'} |"
+        )
         print(rows[-1], flush=True)
     JSON.write_text(json.dumps(dict(sorted(record.items())), indent=1) + "\n")
     return rows, total, ok and total <= BOOK_SECONDS

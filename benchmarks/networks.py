@@ -1,21 +1,26 @@
-"""An MNIST-size network in nqf_lite: expansion, a closed step, a forecast, and two baselines.
+"""An MNIST-size network in nqf_lite: expansion, a closed step, a forecast, and
+two baselines.
 
 Usage (from the repository root)::
 
     .venv/bin/python benchmarks/networks.py [--repeats 2] [--quick]
 
-The network is ``nn.Sequential(nn.Linear(784, 64), nn.Tanh(), nn.Linear(64, 10))`` on
-``m = 60,000`` synthetic inputs in ``[0, 1]^784`` (the size of MNIST's training set;
-no download) with one-hot labels.  Every measurement runs in a fresh Python process
-(its peak resident memory is that process's ``ru_maxrss``, torch and numpy included)
-and is repeated ``--repeats`` times:
+The network is ``nn.Sequential(nn.Linear(784, 64), nn.Tanh(), nn.Linear(64,
+10))`` on ``m = 60,000`` synthetic inputs in ``[0, 1]^784`` (the size of
+MNIST's training set; no download) with one-hot labels.  Every measurement runs
+in a fresh Python process (its peak resident memory is that process's
+``ru_maxrss``, torch and numpy included) and is repeated ``--repeats`` times:
 
-- ``expand``: :func:`nqf_lite.expand_dataset` (factored, Proposition 1, float32 storage);
-- ``steps``: one closed step inside ``train_closed`` (validated once per loop), one
-  validated ``closed_step`` call, one ``gd_step`` at width 64, and ``predict_learning``;
-- ``hessian``: the plain torch baseline, ``vmap(hessian)`` of the two-unit function at
-  ``W = 0`` on a few inputs (what a dense expansion computes per input), extrapolated to 60,000;
-- ``sgd``: one full-batch step of ``torch.optim.SGD`` on the network itself (float32);
+- ``expand``: :func:`nqf_lite.expand_dataset` (factored, Proposition 1, float32
+  storage);
+- ``steps``: one closed step inside ``train_closed`` (validated once per loop),
+  one validated ``closed_step`` call, one ``gd_step`` at width 64, and
+  ``predict_learning``;
+- ``hessian``: the plain torch baseline, ``vmap(hessian)`` of the two-unit
+  function at ``W = 0`` on a few inputs (what a dense expansion computes per
+  input), extrapolated to 60,000;
+- ``sgd``: one full-batch step of ``torch.optim.SGD`` on the network itself
+  (float32);
 - growth with the width ``H`` and the number of inputs ``m``.
 
 Not a test: the numbers depend on the machine and its load.
@@ -66,9 +71,14 @@ def part_expand(H: int, m: int) -> dict:
     base = _peak_mb()
     t, c = time.perf_counter(), time.process_time()
     nqf = nl.expand_dataset(net, X, dtype=np.float32, progress=False)
-    return {"expand_s": time.perf_counter() - t, "expand_cpu_s": time.process_time() - c,
-            "peak_mb": _peak_mb(), "before_mb": base,
-            "nqf_mb": nqf.nbytes / 2**20, "inputs_mb": X.nbytes / 2**20}
+    return {
+        "expand_s": time.perf_counter() - t,
+        "expand_cpu_s": time.process_time() - c,
+        "peak_mb": _peak_mb(),
+        "before_mb": base,
+        "nqf_mb": nqf.nbytes / 2**20,
+        "inputs_mb": X.nbytes / 2**20,
+    }
 
 
 def part_steps(H: int, m: int) -> dict:
@@ -93,8 +103,14 @@ def part_steps(H: int, m: int) -> dict:
         out[name + "_s"] = (time.perf_counter() - t) / k
         out[name + "_cpu_s"] = (time.process_time() - c) / k
 
-    timed("train_closed_per_step", lambda: nqf.train_closed(M, mu, units.d, Y, lr, 5, record="loss"), 5)
-    timed("closed_step_validated", lambda: nqf.closed_step(M, mu, units.d, Y, lr))
+    timed(
+        "train_closed_per_step",
+        lambda: nqf.train_closed(M, mu, units.d, Y, lr, 5, record="loss"),
+        5,
+    )
+    timed(
+        "closed_step_validated", lambda: nqf.closed_step(M, mu, units.d, Y, lr)
+    )
     timed("gd_step", lambda: nqf.gd_step(W, Y, lr))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -108,11 +124,17 @@ def part_hessian(H: int, n_inputs: int = 4) -> dict:
 
     net = _net(H).double()
     X, _ = _data(n_inputs)
-    w1, b1, w2 = net[0].weight.detach(), net[0].bias.detach(), net[2].weight.detach()
+    w1, b1, w2 = (
+        net[0].weight.detach(),
+        net[0].bias.detach(),
+        net[2].weight.detach(),
+    )
     c = net[2].bias.detach()
     p = 784 + 1 + 10
 
-    def two_units(theta, x):  # units 0 and 1 from theta, the others zero (the point W = 0)
+    def two_units(
+        theta, x
+    ):  # units 0 and 1 from theta, the others zero (the point W = 0)
         u = theta.reshape(2, p)
         hidden = torch.tanh(u[:, :784] @ x + u[:, 784])
         return c + u[:, 785:].T @ hidden
@@ -127,9 +149,14 @@ def part_hessian(H: int, n_inputs: int = 4) -> dict:
     t, c = time.perf_counter(), time.process_time()
     hess(theta0, Xt)
     per = (time.perf_counter() - t) / n_inputs
-    return {"first_s": first, "per_input_s": per, "per_input_cpu_s": (time.process_time() - c) / n_inputs,
-            "extrapolated_60000_h": per * 60000 / 3600,
-            "dense_A_per_input_mb": 10 * p * p * 8 / 2**20, "peak_mb": _peak_mb()}
+    return {
+        "first_s": first,
+        "per_input_s": per,
+        "per_input_cpu_s": (time.process_time() - c) / n_inputs,
+        "extrapolated_60000_h": per * 60000 / 3600,
+        "dense_A_per_input_mb": 10 * p * p * 8 / 2**20,
+        "peak_mb": _peak_mb(),
+    }
 
 
 def part_sgd(H: int, m: int) -> dict:
@@ -150,16 +177,26 @@ def part_sgd(H: int, m: int) -> dict:
     t, c = time.perf_counter(), time.process_time()
     for _ in range(5):
         step()
-    return {"sgd_step_s": (time.perf_counter() - t) / 5, "sgd_step_cpu_s": (time.process_time() - c) / 5,
-            "peak_mb": _peak_mb()}
+    return {
+        "sgd_step_s": (time.perf_counter() - t) / 5,
+        "sgd_step_cpu_s": (time.process_time() - c) / 5,
+        "peak_mb": _peak_mb(),
+    }
 
 
-PARTS = {"expand": part_expand, "steps": part_steps, "hessian": part_hessian, "sgd": part_sgd}
+PARTS = {
+    "expand": part_expand,
+    "steps": part_steps,
+    "hessian": part_hessian,
+    "sgd": part_sgd,
+}
 
 
 def run(part: str, **kw) -> dict:
     cmd = [sys.executable, __file__, "--part", part, "--kw", json.dumps(kw)]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True)
+    out = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=ROOT, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -168,7 +205,9 @@ def main() -> None:
     ap.add_argument("--part")
     ap.add_argument("--kw", default="{}")
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--quick", action="store_true", help="skip the growth tables")
+    ap.add_argument(
+        "--quick", action="store_true", help="skip the growth tables"
+    )
     args = ap.parse_args()
     if args.part:
         sys.path.insert(0, str(ROOT))
@@ -177,10 +216,18 @@ def main() -> None:
     results: dict = {"main": [], "growth_width": [], "growth_inputs": []}
     for r in range(args.repeats):
         row = {"repeat": r}
-        row.update({f"expand.{k}": v for k, v in run("expand", H=64, m=60000).items()})
-        row.update({f"steps.{k}": v for k, v in run("steps", H=64, m=60000).items()})
-        row.update({f"hessian.{k}": v for k, v in run("hessian", H=64).items()})
-        row.update({f"sgd.{k}": v for k, v in run("sgd", H=64, m=60000).items()})
+        row.update(
+            {f"expand.{k}": v for k, v in run("expand", H=64, m=60000).items()}
+        )
+        row.update(
+            {f"steps.{k}": v for k, v in run("steps", H=64, m=60000).items()}
+        )
+        row.update(
+            {f"hessian.{k}": v for k, v in run("hessian", H=64).items()}
+        )
+        row.update(
+            {f"sgd.{k}": v for k, v in run("sgd", H=64, m=60000).items()}
+        )
         import os
 
         row["load_average"] = os.getloadavg()[0]
@@ -190,19 +237,39 @@ def main() -> None:
             continue
         for H in (16, 64, 256):
             g = {"H": H, "repeat": r}
-            g.update({f"expand.{k}": v for k, v in run("expand", H=H, m=60000).items()})
-            g.update({f"steps.{k}": v for k, v in run("steps", H=H, m=60000).items()})
-            g.update({f"sgd.{k}": v for k, v in run("sgd", H=H, m=60000).items()})
+            g.update(
+                {
+                    f"expand.{k}": v
+                    for k, v in run("expand", H=H, m=60000).items()
+                }
+            )
+            g.update(
+                {
+                    f"steps.{k}": v
+                    for k, v in run("steps", H=H, m=60000).items()
+                }
+            )
+            g.update(
+                {f"sgd.{k}": v for k, v in run("sgd", H=H, m=60000).items()}
+            )
             results["growth_width"].append(g)
             print(json.dumps(g), flush=True)
         for m in (6000, 20000, 60000):
             g = {"m": m, "repeat": r}
-            g.update({f"expand.{k}": v for k, v in run("expand", H=64, m=m).items()})
-            g.update({f"steps.{k}": v for k, v in run("steps", H=64, m=m).items()})
+            g.update(
+                {f"expand.{k}": v for k, v in run("expand", H=64, m=m).items()}
+            )
+            g.update(
+                {f"steps.{k}": v for k, v in run("steps", H=64, m=m).items()}
+            )
             results["growth_inputs"].append(g)
             print(json.dumps(g), flush=True)
-    (ROOT / "benchmarks" / "networks.json").write_text(json.dumps(results, indent=1))
-    (ROOT / "benchmarks" / "networks.md").write_text("\n".join(render(results)) + "\n")
+    (ROOT / "benchmarks" / "networks.json").write_text(
+        json.dumps(results, indent=1)
+    )
+    (ROOT / "benchmarks" / "networks.md").write_text(
+        "\n".join(render(results)) + "\n"
+    )
 
 
 def _f(x: float, nd: int = 2) -> str:
@@ -210,7 +277,8 @@ def _f(x: float, nd: int = 2) -> str:
 
 
 def render(results: dict) -> list[str]:
-    """Markdown of :func:`main`'s results (read by ``benchmarks/run.py`` into ``RESULTS.md``)."""
+    """Markdown of :func:`main`'s results (read by ``benchmarks/run.py`` into
+    ``RESULTS.md``)."""
     out = [
         "`nn.Sequential(nn.Linear(784, 64), nn.Tanh(), nn.Linear(64, 10))` on 60,000 synthetic inputs in "
         "[0, 1]^784 with one-hot labels (`benchmarks/networks.py`; each measurement in a fresh process, "
@@ -239,9 +307,13 @@ def render(results: dict) -> list[str]:
             f"| {g('hessian.extrapolated_60000_h'):.0f} | {g('hessian.dense_A_per_input_mb'):.0f} |"
         )
     if results["growth_width"]:
-        out += ["", "Growth with the hidden width H (m = 60,000):", "",
-                "| H | expand s (CPU) | peak MB | closed step s (CPU) | forecast s (CPU) | torch SGD step s (CPU) |",
-                "|---|---|---|---|---|---|"]
+        out += [
+            "",
+            "Growth with the hidden width H (m = 60,000):",
+            "",
+            "| H | expand s (CPU) | peak MB | closed step s (CPU) | forecast s (CPU) | torch SGD step s (CPU) |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in results["growth_width"]:
             g = r.get
             out.append(
@@ -252,9 +324,13 @@ def render(results: dict) -> list[str]:
                 f"| {_f(g('sgd.sgd_step_s'))} ({_f(g('sgd.sgd_step_cpu_s', float('nan')))}) |"
             )
     if results["growth_inputs"]:
-        out += ["", "Growth with the number of inputs m (H = 64):", "",
-                "| m | expand s (CPU) | peak MB | coefficients MB | closed step s (CPU) | forecast s (CPU) |",
-                "|---|---|---|---|---|---|"]
+        out += [
+            "",
+            "Growth with the number of inputs m (H = 64):",
+            "",
+            "| m | expand s (CPU) | peak MB | coefficients MB | closed step s (CPU) | forecast s (CPU) |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in results["growth_inputs"]:
             g = r.get
             out.append(

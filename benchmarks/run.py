@@ -2,25 +2,35 @@
 
 Usage (from the repository root, with the package importable)::
 
-    .venv/bin/python benchmarks/run.py                 # everything (sections a-e)
-    .venv/bin/python benchmarks/run.py --no-chapters   # only the package (a-c), < 3 min
+    .venv/bin/python benchmarks/run.py                 # everything (sections
+    a-e)
+    .venv/bin/python benchmarks/run.py --no-chapters   # only the package
+    (a-c), < 3 min
 
 Sections
 
-(a) one closed ``(M, mu)`` step (``NQF.closed_step``, Theorem 2) against one explicit step
-    on every neuron (``NQF.gd_step``) at widths 1e2..1e5, ``m = 50`` samples, ``p = 20``:
-    time per step, measured ratio, the ratio the operation counts allow, equal predictions
-    asserted after a few steps, and the closed step's time flat in ``d``;
-(b) the compressed width-``(k_V + 1)`` twin (``nqf_lite.compress``, Theorem 3) against the
+(a) one closed ``(M, mu)`` step (``NQF.closed_step``, Theorem 2) against one
+explicit step
+    on every neuron (``NQF.gd_step``) at widths 1e2..1e5, ``m = 50`` samples,
+    ``p = 20``: time per step, measured ratio, the ratio the operation counts
+    allow, equal predictions asserted after a few steps, and the closed step's
+    time flat in ``d``;
+(b) the compressed width-``(k_V + 1)`` twin (``nqf_lite.compress``, Theorem 3)
+against the
     full model: time per explicit step, equal predictions asserted;
-(c) the GLV machinery (``nqf_lite.solvable``) at 1000 modes and ``eps`` from 1e-1 to 1e-30:
-    the exact logistic (Eq. 39), the log-space integrator ``glv_integrate`` and an
-    independent ``scipy.integrate.solve_ivp`` run, time and max relative error;
-(d) per-chapter wall time and peak memory for every notebook of ``_toc.yml``, each in its
+(c) the GLV machinery (``nqf_lite.dynamics.solvable``) at 1000 modes and
+``eps`` from 1e-1 to 1e-30:
+    the exact logistic (Eq. 39), the log-space integrator ``glv_integrate`` and
+    an independent ``scipy.integrate.solve_ivp`` run, time and max relative
+    error;
+(d) per-chapter wall time and peak memory for every notebook of ``_toc.yml``,
+each in its
     own kernel process (``benchmarks/chapters.py``), and the whole book;
-(e) with ``--fresh-clone``: ``git clone`` of this repository into a temporary folder and the
-    README's test command (``bash scripts/run_tests.sh``) run there from nothing (its own
-    ``.venv``), timed per step; without the flag the section says it was not run.
+(e) with ``--fresh-clone``: ``git clone`` of this repository into a temporary
+folder and the
+    README's test command (``bash scripts/run_tests.sh``) run there from
+    nothing (its own ``.venv``), timed per step; without the flag the section
+    says it was not run.
 
 Not part of the tests: numbers depend on the machine and its load.
 """
@@ -43,9 +53,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from nqf_lite import compress, k_V, random_nqf  # noqa: E402
-from nqf_lite import solvable as S  # noqa: E402
-from nqf_lite.scaling import powerlaw_modes  # noqa: E402
-from nqf_lite.seeding import rng  # noqa: E402
+from nqf_lite.dynamics import solvable as S  # noqa: E402
+from nqf_lite.dynamics.scaling import powerlaw_modes  # noqa: E402
+from nqf_lite.book.seeding import rng  # noqa: E402
 
 
 def _per_call(fn, min_time: float = 0.3, max_calls: int = 2000) -> float:
@@ -79,7 +89,10 @@ def machine() -> list[str]:
     try:
         from threadpoolctl import threadpool_info
 
-        blas = ", ".join(f"{i['internal_api']} ({i['num_threads']} threads)" for i in threadpool_info())
+        blas = ", ".join(
+            f"{i['internal_api']} ({i['num_threads']} threads)"
+            for i in threadpool_info()
+        )
     except ImportError:
         blas = "threadpoolctl not installed"
     return [
@@ -91,7 +104,8 @@ def machine() -> list[str]:
     ]
 
 
-# ----------------------------------------------------------------------------- (a)
+# -----------------------------------------------------------------------------
+# (a)
 def closed_vs_explicit(m: int = 50, p: int = 20) -> list[str]:
     model = random_nqf(m, p, seed=rng("bench", "nqf"))
     y = rng("bench", "labels").standard_normal(m)
@@ -112,9 +126,20 @@ def closed_vs_explicit(m: int = 50, p: int = 20) -> list[str]:
         M0, mu0 = W0 @ W0.T, W0.sum(axis=1)
         t_exp = _per_call(lambda: model.gd_step(W0, y, lr))
         t_clo = _per_call(lambda: model.closed_step(M0, mu0, d, y, lr))
-        n_exp = max(5, min(2000, int(2e8 / (p * p * d))))  # about 0.2 s of explicit steps
-        t_exp_loop = _per_call(lambda: model.train(W0, y, lr, n_exp), max_calls=20) / n_exp
-        t_clo_loop = _per_call(lambda: model.train_closed(M0, mu0, d, y, lr, 2000), max_calls=20) / 2000
+        n_exp = max(
+            5, min(2000, int(2e8 / (p * p * d)))
+        )  # about 0.2 s of explicit steps
+        t_exp_loop = (
+            _per_call(lambda: model.train(W0, y, lr, n_exp), max_calls=20)
+            / n_exp
+        )
+        t_clo_loop = (
+            _per_call(
+                lambda: model.train_closed(M0, mu0, d, y, lr, 2000),
+                max_calls=20,
+            )
+            / 2000
+        )
         closed_times.append(t_clo)
         W, M, mu = W0, M0, mu0
         for _ in range(5):
@@ -122,9 +147,12 @@ def closed_vs_explicit(m: int = 50, p: int = 20) -> list[str]:
             M, mu = model.closed_step(M, mu, d, y, lr)
         f_exp, f_clo = model.predict_W(W), model.predict(M, mu)
         diff = float(np.max(np.abs(f_exp - f_clo)) / np.max(np.abs(f_exp)))
-        assert diff < 1e-9, f"closed and explicit predictions differ at d={d}: {diff:.3g}"
-        # multiply-adds: explicit = W W^T and W 1 (p^2 d + p d), H W (p^2 d), update (p d), predictions and
-        # H from (M, mu) (2 m p^2); closed = predictions and H (2 m p^2), HM, MH, HMH (4 p^3), outer products.
+        assert diff < 1e-9, (
+            f"closed and explicit predictions differ at d={d}: {diff:.3g}"
+        )
+        # multiply-adds: explicit = W W^T and W 1 (p^2 d + p d), H W (p^2 d),
+        # update (p d), predictions and H from (M, mu) (2 m p^2); closed =
+        # predictions and H (2 m p^2), HM, MH, HMH (4 p^3), outer products.
         ops_exp = 2 * p * p * d + 2 * p * d + 2 * m * p * p
         ops_clo = 2 * m * p * p + 4 * p**3 + 6 * p * p
         rows.append(
@@ -133,12 +161,17 @@ def closed_vs_explicit(m: int = 50, p: int = 20) -> list[str]:
         )
     flat = max(closed_times) / min(closed_times)
     rows.append("")
-    rows.append(f"Closed step, slowest/fastest over d = 1e2..1e5: {flat:.2f} (flat in d: the width is a number).")
+    rows.append(
+        f"Closed step, slowest/fastest over d = 1e2..1e5: {flat:.2f} (flat in d: the width is a number)."
+    )
     return rows
 
 
-# ----------------------------------------------------------------------------- (b)
-def compressed_vs_full(m: int = 50, p: int = 20, k: int = 5, d: int = 10_000, steps: int = 20) -> list[str]:
+# -----------------------------------------------------------------------------
+# (b)
+def compressed_vs_full(
+    m: int = 50, p: int = 20, k: int = 5, d: int = 10_000, steps: int = 20
+) -> list[str]:
     model = random_nqf(m, p, k=k, seed=rng("bench", "compress"))
     y = rng("bench", "compress-labels").standard_normal(m)
     lr = 1e-3
@@ -165,7 +198,8 @@ def compressed_vs_full(m: int = 50, p: int = 20, k: int = 5, d: int = 10_000, st
     ]
 
 
-# ----------------------------------------------------------------------------- (c)
+# -----------------------------------------------------------------------------
+# (c)
 def glv_range(n_modes: int = 1000) -> list[str]:
     pm = powerlaw_modes(n_modes, 2.0, 0.8)
     r, c = pm.r, pm.C
@@ -188,26 +222,41 @@ def glv_range(n_modes: int = 1000) -> list[str]:
         z_glv = S.glv_integrate(t, r, C, z0, method="DOP853", rtol=1e-10)
         t_glv = time.perf_counter() - t0
         t0 = time.perf_counter()
-        sol = solve_ivp(lambda _s, u: r - c * np.exp(u), (0.0, T), np.log(z0), method="DOP853", t_eval=t,
-                        rtol=1e-10, atol=1e-10)
+        sol = solve_ivp(
+            lambda _s, u: r - c * np.exp(u),
+            (0.0, T),
+            np.log(z0),
+            method="DOP853",
+            t_eval=t,
+            rtol=1e-10,
+            atol=1e-10,
+        )
         t_ivp = time.perf_counter() - t0
         z_ivp = np.exp(sol.y.T)
         err_glv = float(np.max(np.abs(z_glv - exact) / exact))
         err_ivp = float(np.max(np.abs(z_ivp - exact) / exact))
-        finite = all(np.all(np.isfinite(z)) and np.all(z > 0) for z in (exact, z_glv, z_ivp))
-        rows.append(f"| {eps:.0e} | {1e3 * t_exact:.2f} | {t_glv:.2f} | {err_glv:.1e} | {t_ivp:.2f} | {err_ivp:.1e} | {finite} |")
+        finite = all(
+            np.all(np.isfinite(z)) and np.all(z > 0)
+            for z in (exact, z_glv, z_ivp)
+        )
+        rows.append(
+            f"| {eps:.0e} | {1e3 * t_exact:.2f} | {t_glv:.2f} | {err_glv:.1e} | {t_ivp:.2f} | {err_ivp:.1e} | {finite} |"
+        )
     rows += [
         "",
         "The closed form is the reference. Both integrators use scipy's RMS error norm over all 1000 components, "
         "so one saturated fast mode (r = 1, stable with rate 1) may drift by far more than rtol while the "
         "steps grow long at late times: their worst relative error sits there, not at small z.",
     ]
-    # discrete GLV over 1e5 GD steps (Eq. 21 in the eigenbasis), 50 modes, eps = 1e-30
+    # discrete GLV over 1e5 GD steps (Eq. 21 in the eigenbasis), 50 modes, eps
+    # = 1e-30
     lr, n = 1e-3, 100_000
     t0 = time.perf_counter()
     zd = S.gd_discrete_glv(r[:50], np.diag(c[:50]), np.full(50, 1e-30), lr, n)
     t_d = time.perf_counter() - t0
-    exact = S.feature_trajectory([lr * n], r[:50], c[:50], np.full(50, 1e-30))[0]
+    exact = S.feature_trajectory([lr * n], r[:50], c[:50], np.full(50, 1e-30))[
+        0
+    ]
     rows += [
         "",
         f"`gd_discrete_glv`, 50 modes, eps = 1e-30, {n:.0e} steps of lr = {lr}: {t_d:.2f} s, all finite: "
@@ -217,9 +266,16 @@ def glv_range(n_modes: int = 1000) -> list[str]:
     return rows
 
 
-# ----------------------------------------------------------------------------- (d)
+# -----------------------------------------------------------------------------
+# (d)
 def chapters() -> list[str]:
-    from chapters import BOOK_SECONDS, CHAPTER_SECONDS, PEAK_BYTES, measure, toc_paths
+    from chapters import (
+        BOOK_SECONDS,
+        CHAPTER_SECONDS,
+        PEAK_BYTES,
+        measure,
+        toc_paths,
+    )
 
     rows, total, _ = measure(toc_paths())
     head = [
@@ -229,43 +285,86 @@ def chapters() -> list[str]:
         "| chapter | wall s | kernel CPU s | peak MB | budget |",
         "|---|---|---|---|---|",
     ]
-    return head + rows + [f"| **whole book** | {total:.1f} | | | {'ok' if total <= BOOK_SECONDS else 'OVER'} |"]
+    return (
+        head
+        + rows
+        + [
+            f"| **whole book** | {total:.1f} | | | {'ok' if total <= BOOK_SECONDS else 'OVER'} |"
+        ]
+    )
 
 
 def fresh_clone() -> list[str]:
-    """Clone the repository (committed state of HEAD) and time the test command from nothing."""
+    """Clone the repository (committed state of HEAD) and time the test command
+    from nothing."""
     import re
     import subprocess
     import tempfile
 
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["git", "clone", "-q", str(ROOT), tmp], check=True)
         t0 = time.perf_counter()
-        run = subprocess.run(["bash", "scripts/run_tests.sh"], cwd=tmp, capture_output=True, text=True)
+        run = subprocess.run(
+            ["bash", "scripts/run_tests.sh"],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+        )
         total = time.perf_counter() - t0
-    (ROOT / "benchmarks" / "fresh_clone.log").write_text(run.stdout + run.stderr)
+    (ROOT / "benchmarks" / "fresh_clone.log").write_text(
+        run.stdout + run.stderr
+    )
     steps = re.findall(r"^== (\d)/\d done in (\d+) s$", run.stdout, flags=re.M)
-    lines = [f"Commit {head}, cloned into an empty folder; `bash scripts/run_tests.sh` there, including "
-             f"creating `.venv` and installing the pinned requirements.", "",
-             f"- exit status {run.returncode} ({'passed' if run.returncode == 0 else 'FAILED'}), "
-             f"**{total:.0f} s** in all (budget: `.ci/run` under 30 min)"]
+    lines = [
+        f"Commit {head}, cloned into an empty folder; `bash scripts/run_tests.sh` there, including "
+        f"creating `.venv` and installing the pinned requirements.",
+        "",
+        f"- exit status {run.returncode} ({'passed' if run.returncode == 0 else 'FAILED'}), "
+        f"**{total:.0f} s** in all (budget: `.ci/run` under 30 min)",
+    ]
     lines += [f"- step {n}: {s} s" for n, s in steps]
     return lines
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--no-chapters", action="store_true", help="skip section (d), the notebooks")
-    parser.add_argument("--fresh-clone", action="store_true",
-                        help="section (e): clone the repository and time the test command there (~20 min)")
+    parser.add_argument(
+        "--no-chapters",
+        action="store_true",
+        help="skip section (d), the notebooks",
+    )
+    parser.add_argument(
+        "--fresh-clone",
+        action="store_true",
+        help="section (e): clone the repository and time the test command there (~20 min)",
+    )
     args = parser.parse_args(argv)
-    out = ["# Benchmarks", "", "Written by `python benchmarks/run.py` (see its docstring).", "", "## Machine", "",
-           *machine(), ""]
+    out = [
+        "# Benchmarks",
+        "",
+        "Written by `python benchmarks/run.py` (see its docstring).",
+        "",
+        "## Machine",
+        "",
+        *machine(),
+        "",
+    ]
     sections = [
-        ("(a) Closed (M, mu) step vs explicit step (m = 50, p = 20)", closed_vs_explicit),
-        ("(b) Compressed width-(k_V + 1) twin vs the full model", compressed_vs_full),
+        (
+            "(a) Closed (M, mu) step vs explicit step (m = 50, p = 20)",
+            closed_vs_explicit,
+        ),
+        (
+            "(b) Compressed width-(k_V + 1) twin vs the full model",
+            compressed_vs_full,
+        ),
         ("(c) GLV machinery: 1000 modes, eps down to 1e-30", glv_range),
     ]
     if not args.no_chapters:
@@ -273,12 +372,34 @@ def main(argv: list[str]) -> int:
     for title, fn in sections:
         t0 = time.perf_counter()
         print(f"{title} ...", flush=True)
-        out += [f"## {title}", "", *fn(), "", f"_Section time: {time.perf_counter() - t0:.1f} s._", ""]
+        out += [
+            f"## {title}",
+            "",
+            *fn(),
+            "",
+            f"_Section time: {time.perf_counter() - t0:.1f} s._",
+            "",
+        ]
     networks = ROOT / "benchmarks" / "networks.md"
-    if networks.exists():  # written by benchmarks/networks.py (minutes; run it on its own)
-        out += ["## (f) An MNIST-size network", "", networks.read_text().rstrip(), ""]
-    out += ["## (e) Fresh clone", "", *(fresh_clone() if args.fresh_clone else
-                                          ["Not run this time (`--fresh-clone` runs it)."]), ""]
+    if (
+        networks.exists()
+    ):  # written by benchmarks/networks.py (minutes; run it on its own)
+        out += [
+            "## (f) An MNIST-size network",
+            "",
+            networks.read_text().rstrip(),
+            "",
+        ]
+    out += [
+        "## (e) Fresh clone",
+        "",
+        *(
+            fresh_clone()
+            if args.fresh_clone
+            else ["Not run this time (`--fresh-clone` runs it)."]
+        ),
+        "",
+    ]
     (ROOT / "benchmarks" / "RESULTS.md").write_text("\n".join(out))
     print("\n".join(out))
     return 0

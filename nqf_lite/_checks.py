@@ -8,33 +8,44 @@ SYM_RTOL = 1e-10
 
 
 def _detached(name: str, value: object) -> object:
-    """A torch tensor as a plain (detached, CPU) numpy array; anything else unchanged."""
+    """A torch tensor as a plain (detached, CPU) numpy array; anything else
+    unchanged."""
     if hasattr(value, "detach") and hasattr(value, "requires_grad"):
         try:
             return value.detach().cpu().numpy()
         except (TypeError, RuntimeError) as exc:
-            raise TypeError(f"{name} must be a real numeric tensor, got {value!r}") from exc
+            raise TypeError(
+                f"{name} must be a real numeric tensor, got {value!r}"
+            ) from exc
     return value
 
 
 def _refuse_kind(name: str, value: object, what: str) -> None:
-    """Raise ``TypeError`` for bool, str/bytes and complex inputs (scalars or arrays)."""
+    """Raise ``TypeError`` for bool, str/bytes and complex inputs (scalars or
+    arrays)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be {what}, got the bool {value!r}")
     if isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be {what}, got the string {value!r}")
     if isinstance(value, (complex, np.complexfloating)):
-        raise TypeError(f"{name} must be {what} (real), got the complex {value!r}")
+        raise TypeError(
+            f"{name} must be {what} (real), got the complex {value!r}"
+        )
 
 
-def as_array(name: str, value: object, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:
+def as_array(
+    name: str, value: object, ndim: int | tuple[int, ...] | None = None
+) -> np.ndarray:
     """Return ``value`` as a finite float64 array, checking its number of axes.
 
-    Refused with ``TypeError`` naming ``name``: ``None``, bools (or bool arrays),
-    strings, complex numbers (or complex arrays) and non-numeric objects.  Torch
-    tensors are detached (``requires_grad`` is dropped) and copied to the CPU.
+    Refused with ``TypeError`` naming ``name``: ``None``, bools (or bool
+    arrays), strings, complex numbers (or complex arrays) and non-numeric
+    objects. Torch tensors are detached (``requires_grad`` is dropped) and
+    copied to the CPU.
     """
-    if type(value) is np.ndarray and value.dtype == np.float64:  # fast path: already float64
+    if (
+        type(value) is np.ndarray and value.dtype == np.float64
+    ):  # fast path: already float64
         arr = value
     else:
         arr = _convert(name, value)
@@ -42,14 +53,17 @@ def as_array(name: str, value: object, ndim: int | tuple[int, ...] | None = None
         allowed = (ndim,) if isinstance(ndim, int) else ndim
         if arr.ndim not in allowed:
             want = " or ".join(str(a) for a in allowed)
-            raise ValueError(f"{name} must have {want} axes, got shape {arr.shape}")
+            raise ValueError(
+                f"{name} must have {want} axes, got shape {arr.shape}"
+            )
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or inf")
     return arr
 
 
 def _convert(name: str, value: object) -> np.ndarray:
-    """``value`` as a float64 array; ``TypeError`` naming ``name`` for anything not real and numeric."""
+    """``value`` as a float64 array; ``TypeError`` naming ``name`` for anything
+    not real and numeric."""
     if value is None:
         raise TypeError(f"{name} must be an array, got None")
     value = _detached(name, value)
@@ -57,34 +71,56 @@ def _convert(name: str, value: object) -> np.ndarray:
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a real numeric array, got {type(value).__name__}") from exc
+        raise TypeError(
+            f"{name} must be a real numeric array, got {type(value).__name__}"
+        ) from exc
     kind = raw.dtype.kind
     if kind == "b":
-        raise TypeError(f"{name} must be a real numeric array, got a bool array")
+        raise TypeError(
+            f"{name} must be a real numeric array, got a bool array"
+        )
     if kind == "c":
-        raise TypeError(f"{name} must be a real numeric array, got a complex array (dtype {raw.dtype})")
+        raise TypeError(
+            f"{name} must be a real numeric array, got a complex array (dtype {raw.dtype})"
+        )
     if kind in "USV":
-        raise TypeError(f"{name} must be a real numeric array, got dtype {raw.dtype}")
-    if kind == "O" and any(isinstance(v, (bool, np.bool_, str, bytes, complex)) for v in raw.ravel()):
-        raise TypeError(f"{name} must be a real numeric array, got bool/str/complex entries")
+        raise TypeError(
+            f"{name} must be a real numeric array, got dtype {raw.dtype}"
+        )
+    if kind == "O" and any(
+        isinstance(v, (bool, np.bool_, str, bytes, complex))
+        for v in raw.ravel()
+    ):
+        raise TypeError(
+            f"{name} must be a real numeric array, got bool/str/complex entries"
+        )
     try:
         arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a real numeric array, got {type(value).__name__}") from exc
+        raise TypeError(
+            f"{name} must be a real numeric array, got {type(value).__name__}"
+        ) from exc
     return arr
 
 
 def check_shape(name: str, arr: np.ndarray, shape: tuple) -> None:
     """Raise ``ValueError`` unless ``arr.shape == shape``."""
     if arr.shape != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {arr.shape}")
+        raise ValueError(
+            f"{name} must have shape {tuple(shape)}, got {arr.shape}"
+        )
 
 
 def check_symmetric(name: str, arr: np.ndarray) -> None:
-    """Raise unless ``arr`` is symmetric in its last two axes (relative tolerance)."""
+    """Raise unless ``arr`` is symmetric in its last two axes (relative
+    tolerance)."""
     if arr.shape[-1] != arr.shape[-2]:
-        raise ValueError(f"{name} must be square in its last two axes, got shape {arr.shape}")
-    if (arr == np.swapaxes(arr, -1, -2)).all():  # exactly symmetric: nothing to measure
+        raise ValueError(
+            f"{name} must be square in its last two axes, got shape {arr.shape}"
+        )
+    if (
+        arr == np.swapaxes(arr, -1, -2)
+    ).all():  # exactly symmetric: nothing to measure
         return
     scale = max(float(np.max(np.abs(arr), initial=0.0)), 1e-300)
     asym = float(np.max(np.abs(arr - np.swapaxes(arr, -1, -2)), initial=0.0))
@@ -96,13 +132,22 @@ def check_symmetric(name: str, arr: np.ndarray) -> None:
 
 
 def positive(name: str, value: object) -> float:
-    """Return ``value`` as a float, requiring it to be finite and > 0 (bool, str, complex refused)."""
+    """Return ``value`` as a float, requiring it to be finite and > 0 (bool,
+    str, complex refused)."""
     value = _detached(name, value)
     _refuse_kind(name, value, "a positive number")
-    if isinstance(value, np.ndarray) and (value.ndim != 0 or value.dtype.kind not in "iuf"):
-        raise TypeError(f"{name} must be a positive number, got an array of shape {value.shape}, dtype {value.dtype}")
-    if not isinstance(value, (int, float, np.integer, np.floating, np.ndarray)):
-        raise TypeError(f"{name} must be a positive number, got {type(value).__name__} {value!r}")
+    if isinstance(value, np.ndarray) and (
+        value.ndim != 0 or value.dtype.kind not in "iuf"
+    ):
+        raise TypeError(
+            f"{name} must be a positive number, got an array of shape {value.shape}, dtype {value.dtype}"
+        )
+    if not isinstance(
+        value, (int, float, np.integer, np.floating, np.ndarray)
+    ):
+        raise TypeError(
+            f"{name} must be a positive number, got {type(value).__name__} {value!r}"
+        )
     v = float(value)
     if not np.isfinite(v) or v <= 0:
         raise ValueError(f"{name} must be finite and > 0, got {value!r}")
@@ -110,13 +155,22 @@ def positive(name: str, value: object) -> float:
 
 
 def nonnegative(name: str, value: object) -> float:
-    """Return ``value`` as a float, requiring it to be finite and >= 0 (bool, str, complex refused)."""
+    """Return ``value`` as a float, requiring it to be finite and >= 0 (bool,
+    str, complex refused)."""
     value = _detached(name, value)
     _refuse_kind(name, value, "a non-negative number")
-    if isinstance(value, np.ndarray) and (value.ndim != 0 or value.dtype.kind not in "iuf"):
-        raise TypeError(f"{name} must be a non-negative number, got an array of shape {value.shape}, dtype {value.dtype}")
-    if not isinstance(value, (int, float, np.integer, np.floating, np.ndarray)):
-        raise TypeError(f"{name} must be a non-negative number, got {type(value).__name__} {value!r}")
+    if isinstance(value, np.ndarray) and (
+        value.ndim != 0 or value.dtype.kind not in "iuf"
+    ):
+        raise TypeError(
+            f"{name} must be a non-negative number, got an array of shape {value.shape}, dtype {value.dtype}"
+        )
+    if not isinstance(
+        value, (int, float, np.integer, np.floating, np.ndarray)
+    ):
+        raise TypeError(
+            f"{name} must be a non-negative number, got {type(value).__name__} {value!r}"
+        )
     v = float(value)
     if not np.isfinite(v) or v < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
@@ -124,21 +178,33 @@ def nonnegative(name: str, value: object) -> float:
 
 
 def fraction(name: str, value: object) -> float:
-    """Return ``value`` as a float, requiring it to be finite with ``0 < value < 1`` (a relative tolerance)."""
+    """Return ``value`` as a float, requiring it to be finite with ``0 < value
+    < 1`` (a relative tolerance)."""
     value = _detached(name, value)
     _refuse_kind(name, value, "a number in (0, 1)")
-    if isinstance(value, np.ndarray) and (value.ndim != 0 or value.dtype.kind not in "iuf"):
-        raise TypeError(f"{name} must be a number in (0, 1), got an array of shape {value.shape}, dtype {value.dtype}")
-    if not isinstance(value, (int, float, np.integer, np.floating, np.ndarray)):
-        raise TypeError(f"{name} must be a number in (0, 1), got {type(value).__name__} {value!r}")
+    if isinstance(value, np.ndarray) and (
+        value.ndim != 0 or value.dtype.kind not in "iuf"
+    ):
+        raise TypeError(
+            f"{name} must be a number in (0, 1), got an array of shape {value.shape}, dtype {value.dtype}"
+        )
+    if not isinstance(
+        value, (int, float, np.integer, np.floating, np.ndarray)
+    ):
+        raise TypeError(
+            f"{name} must be a number in (0, 1), got {type(value).__name__} {value!r}"
+        )
     v = float(value)
     if not (np.isfinite(v) and 0.0 < v < 1.0):
-        raise ValueError(f"{name} must be finite with 0 < {name} < 1 (a relative tolerance), got {value!r}")
+        raise ValueError(
+            f"{name} must be finite with 0 < {name} < 1 (a relative tolerance), got {value!r}"
+        )
     return v
 
 
 def generator(name: str, value: object) -> np.random.Generator | None:
-    """Validate a random source: ``None``, a non-negative int seed, a ``SeedSequence`` or a ``Generator``.
+    """Validate a random source: ``None``, a non-negative int seed, a
+    ``SeedSequence`` or a ``Generator``.
 
     Returns ``None`` for ``None`` and a ``numpy.random.Generator`` otherwise.
     """
@@ -146,17 +212,22 @@ def generator(name: str, value: object) -> np.random.Generator | None:
         return None
     if isinstance(value, np.random.Generator):
         return value
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, np.random.SeedSequence)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, np.integer, np.random.SeedSequence)
+    ):
         raise TypeError(
             f"{name} must be None, a non-negative int seed or a numpy Generator, got {type(value).__name__} {value!r}"
         )
     if not isinstance(value, np.random.SeedSequence) and value < 0:
-        raise ValueError(f"{name} must be a non-negative int seed, got {value}")
+        raise ValueError(
+            f"{name} must be a non-negative int seed, got {value}"
+        )
     return np.random.default_rng(value)
 
 
 def integer(name: str, value: object, minimum: int = 1) -> int:
-    """Return ``value`` as an int, requiring an integer type (not bool) and ``value >= minimum``."""
+    """Return ``value`` as an int, requiring an integer type (not bool) and
+    ``value >= minimum``."""
     kind = {0: "non-negative", 1: "positive"}.get(minimum, f">= {minimum}")
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be a {kind} integer, got {value!r}")
@@ -170,26 +241,36 @@ def width(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be a positive integer, got {value!r}")
     if value < 1:
-        raise ValueError(f"{name} must be >= 1 (a width of at least one neuron), got {value}")
+        raise ValueError(
+            f"{name} must be >= 1 (a width of at least one neuron), got {value}"
+        )
     return int(value)
 
 
 def batch_indices(batch: object, m: int) -> np.ndarray:
-    """Validate a minibatch: ``None`` (all samples) or a 1-D int array of indices in [0, m)."""
+    """Validate a minibatch: ``None`` (all samples) or a 1-D int array of
+    indices in [0, m)."""
     if batch is None:
         return np.arange(m)
     arr = np.asarray(batch)
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"batch must be a non-empty 1-D array of sample indices, got shape {arr.shape}")
+        raise ValueError(
+            f"batch must be a non-empty 1-D array of sample indices, got shape {arr.shape}"
+        )
     if not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"batch must hold integer sample indices, got dtype {arr.dtype}")
+        raise TypeError(
+            f"batch must hold integer sample indices, got dtype {arr.dtype}"
+        )
     if arr.min() < 0 or arr.max() >= m:
-        raise ValueError(f"batch indices must lie in [0, {m}), got range [{arr.min()}, {arr.max()}]")
+        raise ValueError(
+            f"batch indices must lie in [0, {m}), got range [{arr.min()}, {arr.max()}]"
+        )
     return arr
 
 
 def vector(name: str, value: object, k: int | None = None) -> np.ndarray:
-    """A non-empty 1-D float array named ``name`` (of length ``k`` when given)."""
+    """A non-empty 1-D float array named ``name`` (of length ``k`` when
+    given)."""
     arr = as_array(name, value, ndim=1)
     if k is not None:
         check_shape(name, arr, (k,))

@@ -1,12 +1,15 @@
-"""The numbers, tables, map and plans of the course guide (``book/course_guide.md``).
+"""The numbers, tables, map and plans of the course guide
+(``book/course_guide.md``).
 
-Everything is read from the book itself: the pages of every chapter (a chapter may have more than
-one page, e.g. chapter 3 and its page 3.5), their prose, figures, checked claims and exercises,
-the prerequisites named in each page's "You need" box, and the running time and peak memory of
-each page measured by ``benchmarks/chapters.py`` (``benchmarks/chapters.json``).
+Everything is read from the book itself: the pages of every chapter (a chapter
+may have more than one page, e.g. chapter 3 and its page 3.5), their prose,
+figures, checked claims and exercises, the prerequisites named in each page's
+"You need" box, and the running time and peak memory of each page measured by
+``benchmarks/chapters.py`` (``benchmarks/chapters.json``).
 
-The page imports this module; ``tests/test_course_guide.py`` checks what it computes (every page
-counted, the plans add up, the map's boxes and arrows never collide).
+The page imports this module; ``tests/test_course_guide.py`` checks what it
+computes (every page counted, the plans add up, the map's boxes and arrows
+never collide).
 """
 
 from __future__ import annotations
@@ -20,19 +23,41 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 
-import editions  # noqa: E402  (the book's index: pages, numbers, titles, labels)
+# noqa: E402  (the book's index: pages, numbers, titles, labels)
+import editions
 
 #: prose read carefully, with its equations
 WORDS_PER_MINUTE = 200
 #: the level of each chapter (our judgement, not a measurement)
 LEVEL = {1: 1, 2: 1, 3: 2, 4: 2, 5: 2, 6: 2, 7: 3, 8: 2, 9: 3, 10: 3, 11: 2}
-#: a six-week course: (topic, chapters, what the week is about); every page of a chapter is read
+#: a six-week course: (topic, chapters, what the week is about); every page of
+#: a chapter is read
 WEEKS = (
-    ("The quadratic form", (1, 2), "why symmetry leaves a quadratic form; reading architecture off A(x)"),
-    ("Real networks", (3,), "when the NQF tracks a trained network: twins, ensembles, online teachers, real images"),
-    ("Closure and compression", (4, 5), "training on (M, μ); the width as a number; the small twin"),
-    ("Sudden learning and design", (6, 11), "switch-on times and plateaus; forecasting a layer from A(x)"),
-    ("Power laws and the limits", (7, 10), "crowded switch-ons merge into a scaling law; where the theory stops"),
+    (
+        "The quadratic form",
+        (1, 2),
+        "why symmetry leaves a quadratic form; reading architecture off A(x)",
+    ),
+    (
+        "Real networks",
+        (3,),
+        "when the NQF tracks a trained network: twins, ensembles, online teachers, real images",
+    ),
+    (
+        "Closure and compression",
+        (4, 5),
+        "training on (M, μ); the width as a number; the small twin",
+    ),
+    (
+        "Sudden learning and design",
+        (6, 11),
+        "switch-on times and plateaus; forecasting a layer from A(x)",
+    ),
+    (
+        "Power laws and the limits",
+        (7, 10),
+        "crowded switch-ons merge into a scaling law; where the theory stops",
+    ),
     ("Beyond: models and depth", (8, 9), "Table 3 as one object; deep stacks"),
 )
 #: a single 90-minute lecture: (what, minutes)
@@ -70,8 +95,11 @@ def _cells(page) -> list[dict]:
 
 
 def prose_words(cells: list[dict]) -> int:
-    """Words of the markdown cells; display math is read, not counted; a role counts one word."""
-    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    """Words of the markdown cells; display math is read, not counted; a role
+    counts one word."""
+    text = "\n".join(
+        "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+    )
     text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
     text = re.sub(r"\{[\w:\-]+\}`[^`]*`", "x", text)
     return len(re.findall(r"[A-Za-z][\w'’\-]*", text))
@@ -82,21 +110,36 @@ def page_title(book, page) -> str:
     return next(
         t.title.strip()
         for t in book.labels.values()
-        if t.kind == "section" and t.number == page.number and t.doc == page.doc
+        if t.kind == "section"
+        and t.number == page.number
+        and t.doc == page.doc
     )
 
 
-def needs(book, page, cells: list[dict], number_of: dict[str, str]) -> list[str]:
-    """The pages named (by any reference role) in the page's "You need" paragraph."""
+def needs(
+    book, page, cells: list[dict], number_of: dict[str, str]
+) -> list[str]:
+    """The pages named (by any reference role) in the page's "You need"
+    paragraph."""
     for c in cells:
         source = "".join(c["source"])
-        m = re.search(r"\*\*You need\*\*(.*?)(?:\n```|\n\n\*\*|\Z)", source, re.S)
+        m = re.search(
+            r"\*\*You need\*\*(.*?)(?:\n```|\n\n\*\*|\Z)", source, re.S
+        )
         if not m:
             continue
-        labels = re.findall(r"\{(?:ref|numref|eq)\}`(?:[^`<]*<)?([\w\-]+)>?`", m.group(1))
-        found = {number_of[book.labels[lab].doc] for lab in labels if lab in book.labels}
+        labels = re.findall(
+            r"\{(?:ref|numref|eq)\}`(?:[^`<]*<)?([\w\-]+)>?`", m.group(1)
+        )
+        found = {
+            number_of[book.labels[lab].doc]
+            for lab in labels
+            if lab in book.labels
+        }
         found.discard(page.number)
-        found = {n for n in found if n is not None and _key(n) < _key(page.number)}
+        found = {
+            n for n in found if n is not None and _key(n) < _key(page.number)
+        }
         return sorted(found, key=_key)
     return []
 
@@ -106,18 +149,25 @@ def _key(number: str) -> tuple[int, ...]:
 
 
 def measurements(root: Path = ROOT) -> dict[str, dict]:
-    return json.loads((root / "benchmarks" / "chapters.json").read_text(encoding="utf-8"))
+    return json.loads(
+        (root / "benchmarks" / "chapters.json").read_text(encoding="utf-8")
+    )
 
 
-def page_rows(root: Path = ROOT, exercises: dict | None = None) -> list[PageRow]:
-    """Every numbered page of the book (a chapter's later pages too), counted."""
+def page_rows(
+    root: Path = ROOT, exercises: dict | None = None
+) -> list[PageRow]:
+    """Every numbered page of the book (a chapter's later pages too),
+    counted."""
     if exercises is None:
-        from nqf_lite.exercises import EXERCISES as exercises
+        from nqf_lite.book.exercises import EXERCISES as exercises
     book = editions.load_book(root)
     pages = [p for p in editions.chapters(book) if p.number]
     number_of = {p.doc: p.number for p in book.pages}
     times = measurements(root)
-    missing = [Path(p.doc).name for p in pages if Path(p.doc).name not in times]
+    missing = [
+        Path(p.doc).name for p in pages if Path(p.doc).name not in times
+    ]
     if missing:
         raise ValueError(
             f"benchmarks/chapters.json has no measurement of {missing}: run benchmarks/chapters.py"
@@ -125,8 +175,12 @@ def page_rows(root: Path = ROOT, exercises: dict | None = None) -> list[PageRow]
     rows = []
     for page in pages:
         cells = _cells(page)
-        markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        markdown = "\n".join(
+            "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+        )
+        code = "\n".join(
+            "".join(c["source"]) for c in cells if c["cell_type"] == "code"
+        )
         labels = set(re.findall(r":label:\s*(ex-ch[\w\-]+)", markdown))
         coding = sorted(k for k in exercises if k in labels)
         boxes = markdown.count("{exercise}")
@@ -143,7 +197,10 @@ def page_rows(root: Path = ROOT, exercises: dict | None = None) -> list[PageRow]
                 read=round(words / WORDS_PER_MINUTE),
                 run=float(measured["wall_s"]),
                 peak=int(measured["peak_mb"]),
-                figures=sum(bool(c.get("metadata", {}).get("mystnb", {}).get("figure")) for c in cells),
+                figures=sum(
+                    bool(c.get("metadata", {}).get("mystnb", {}).get("figure"))
+                    for c in cells
+                ),
                 claims=code.count("claims.check("),
                 coding=coding,
                 pen=max(boxes - len(coding), 0),
@@ -152,7 +209,8 @@ def page_rows(root: Path = ROOT, exercises: dict | None = None) -> list[PageRow]
     return rows
 
 
-# ------------------------------------------------------------------------------------ tables
+# ------------------------------------------------------------------------------------
+# tables
 
 
 def _cell(text: str) -> str:
@@ -168,7 +226,8 @@ def level(n: int) -> str:
 
 
 def chapter_table(rows: list[PageRow]) -> str:
-    """The chapters at a glance, as a MyST table: a row per page (a chapter's later pages indented)."""
+    """The chapters at a glance, as a MyST table: a row per page (a chapter's
+    later pages indented)."""
     lines = [
         "| Chapter | Needs | Reading | Running | Peak memory | Figures | Claims | Exercises (coding + pen) | Level |",
         "|:---|:---|---:|---:|---:|---:|---:|:---:|:---:|",
@@ -228,7 +287,8 @@ class Week:
 
 
 def plan(rows: list[PageRow], weeks=WEEKS) -> list[Week]:
-    """The six-week plan, every page of each week's chapters counted; checked to add up."""
+    """The six-week plan, every page of each week's chapters counted; checked
+    to add up."""
     out = [
         Week(i, topic, what, chs, [r for r in rows if r.chapter in chs])
         for i, (topic, chs, what) in enumerate(weeks, 1)
@@ -244,16 +304,30 @@ def check_plan(rows: list[PageRow], weeks: list[Week]) -> None:
         f"the plan covers pages {sorted(planned, key=_key)}, the book has {[r.number for r in rows]}"
     )
     total = totals(rows)
-    assert sum(w.read for w in weeks) == total["read"], "the weeks' reading does not add up"
-    assert abs(sum(w.run for w in weeks) - total["run"]) < 1e-9, "the weeks' running does not add up"
-    assert sum(len(w.coding) for w in weeks) == total["coding"], "the weeks' exercises do not add up"
-    assert sum(w.pen for w in weeks) == total["pen"], "the weeks' pen exercises do not add up"
-    assert sum(m for _, m in LECTURE) == LECTURE_MINUTES, "the lecture's parts do not add up to 90 min"
+    assert sum(w.read for w in weeks) == total["read"], (
+        "the weeks' reading does not add up"
+    )
+    assert abs(sum(w.run for w in weeks) - total["run"]) < 1e-9, (
+        "the weeks' running does not add up"
+    )
+    assert sum(len(w.coding) for w in weeks) == total["coding"], (
+        "the weeks' exercises do not add up"
+    )
+    assert sum(w.pen for w in weeks) == total["pen"], (
+        "the weeks' pen exercises do not add up"
+    )
+    assert sum(m for _, m in LECTURE) == LECTURE_MINUTES, (
+        "the lecture's parts do not add up to 90 min"
+    )
     done: set[str] = set()
-    for w in weeks:  # the plan follows the map: a page comes after every page it needs
+    for w in (
+        weeks
+    ):  # the plan follows the map: a page comes after every page it needs
         for p in sorted(w.pages, key=lambda p: _key(p.number)):
             missing = [n for n in p.needs if n not in done]
-            assert not missing, f"week {w.number}: page {p.number} needs {missing}, not read yet"
+            assert not missing, (
+                f"week {w.number}: page {p.number} needs {missing}, not read yet"
+            )
             done.add(p.number)
 
 
@@ -276,7 +350,8 @@ def plan_table(weeks: list[Week]) -> str:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------------------------ the map
+# ------------------------------------------------------------------------------------
+# the map
 
 
 @dataclass
@@ -288,13 +363,18 @@ class Box:
     h: float
 
     def contains(self, px: float, py: float, pad: float = 0.0) -> bool:
-        return abs(px - self.x) <= self.w / 2 + pad and abs(py - self.y) <= self.h / 2 + pad
+        return (
+            abs(px - self.x) <= self.w / 2 + pad
+            and abs(py - self.y) <= self.h / 2 + pad
+        )
 
 
 @dataclass
 class MapLayout:
     boxes: dict[str, Box]
-    arrows: list[tuple[str, str, list[tuple[float, float]]]]  # (from, to, polyline)
+    arrows: list[
+        tuple[str, str, list[tuple[float, float]]]
+    ]  # (from, to, polyline)
     depth: dict[str, int]
     width: float
     height: float
@@ -304,7 +384,9 @@ def depths(rows: list[PageRow]) -> dict[str, int]:
     """The depth of a page: the longest chain of prerequisites before it."""
     depth: dict[str, int] = {}
     for r in sorted(rows, key=lambda r: _key(r.number)):
-        depth[r.number] = 1 + max((depth[n] for n in r.needs if n in depth), default=-1)
+        depth[r.number] = 1 + max(
+            (depth[n] for n in r.needs if n in depth), default=-1
+        )
     return depth
 
 
@@ -312,7 +394,8 @@ BOX_W, BOX_H, COL_GAP, ROW_GAP, DUMMY_W = 1.5, 0.5, 0.2, 0.3, 0.16
 
 
 def direct_edges(rows: list[PageRow]) -> list[tuple[str, str]]:
-    """The arrows of the map: each prerequisite that no longer chain of prerequisites implies."""
+    """The arrows of the map: each prerequisite that no longer chain of
+    prerequisites implies."""
     needs = {r.number: set(r.needs) for r in rows}
 
     def reaches(a: str, b: str, skip: tuple[str, str]) -> bool:
@@ -328,15 +411,21 @@ def direct_edges(rows: list[PageRow]) -> list[tuple[str, str]]:
                 stack.append(u)
         return False
 
-    return [(a, r.number) for r in rows for a in r.needs if not reaches(a, r.number, (a, r.number))]
+    return [
+        (a, r.number)
+        for r in rows
+        for a in r.needs
+        if not reaches(a, r.number, (a, r.number))
+    ]
 
 
 def layout(rows: list[PageRow]) -> MapLayout:
     """A layered drawing, top to bottom: row k holds the pages of depth k.
 
-    An arrow that skips rows runs through its own slot in each row it crosses (a dummy node), so
-    no arrow passes through a box; the order within a row is chosen by barycentre sweeps (fewer
-    crossings).  Coordinates are in inches, y upwards.
+    An arrow that skips rows runs through its own slot in each row it crosses
+    (a dummy node), so no arrow passes through a box; the order within a row is
+    chosen by barycentre sweeps (fewer crossings).  Coordinates are in inches,
+    y upwards.
     """
     depth = depths(rows)
     nrow = max(depth.values()) + 1
@@ -359,11 +448,15 @@ def layout(rows: list[PageRow]) -> MapLayout:
             succ.setdefault(u, []).append(v)
             pred.setdefault(v, []).append(u)
 
-    def sweep(k: int, neighbours: dict[str, list[str]], other: list[str]) -> None:
+    def sweep(
+        k: int, neighbours: dict[str, list[str]], other: list[str]
+    ) -> None:
         place = {v: i for i, v in enumerate(other)}
         here = {v: i for i, v in enumerate(layers[k])}
         key = {
-            v: sum(place[u] for u in neighbours[v]) / len(neighbours[v]) if neighbours.get(v) else here[v]
+            v: sum(place[u] for u in neighbours[v]) / len(neighbours[v])
+            if neighbours.get(v)
+            else here[v]
             for v in layers[k]
         }
         layers[k].sort(key=lambda v: (key[v], here[v]))
@@ -377,7 +470,10 @@ def layout(rows: list[PageRow]) -> MapLayout:
     def span(v: str) -> float:
         return DUMMY_W if v.startswith("~") else BOX_W
 
-    widths = [sum(span(v) for v in layer) + COL_GAP * (len(layer) - 1) for layer in layers]
+    widths = [
+        sum(span(v) for v in layer) + COL_GAP * (len(layer) - 1)
+        for layer in layers
+    ]
     width = max(widths)
     height = nrow * BOX_H + (nrow - 1) * ROW_GAP
     coords: dict[str, tuple[float, float]] = {}
@@ -387,24 +483,37 @@ def layout(rows: list[PageRow]) -> MapLayout:
         for v in layer:
             coords[v] = (x + span(v) / 2, y)
             x += span(v) + COL_GAP
-    boxes = {v: Box(v, *coords[v], BOX_W, BOX_H) for v in coords if not v.startswith("~")}
+    boxes = {
+        v: Box(v, *coords[v], BOX_W, BOX_H)
+        for v in coords
+        if not v.startswith("~")
+    }
     arrows = []
     for (a, b), chain in chains.items():
         pts = [(coords[a][0], coords[a][1] - BOX_H / 2)]
         for v in chain[1:-1]:
-            pts += [(coords[v][0], coords[v][1] + BOX_H / 2), (coords[v][0], coords[v][1] - BOX_H / 2)]
+            pts += [
+                (coords[v][0], coords[v][1] + BOX_H / 2),
+                (coords[v][0], coords[v][1] - BOX_H / 2),
+            ]
         pts.append((coords[b][0], coords[b][1] + BOX_H / 2))
         arrows.append((a, b, pts))
     return MapLayout(boxes, arrows, depth, width, height)
 
 
 def _segments_intersect_box(p, q, box: Box, pad: float = 0.02) -> bool:
-    """Does the segment p-q meet the (padded) rectangle of ``box``? (Liang-Barsky clipping.)"""
+    """Does the segment p-q meet the (padded) rectangle of ``box``?
+    (Liang-Barsky clipping.)"""
     x0, x1 = box.x - box.w / 2 - pad, box.x + box.w / 2 + pad
     y0, y1 = box.y - box.h / 2 - pad, box.y + box.h / 2 + pad
     dx, dy = q[0] - p[0], q[1] - p[1]
     t0, t1 = 0.0, 1.0
-    for pk, qk in ((-dx, p[0] - x0), (dx, x1 - p[0]), (-dy, p[1] - y0), (dy, y1 - p[1])):
+    for pk, qk in (
+        (-dx, p[0] - x0),
+        (dx, x1 - p[0]),
+        (-dy, p[1] - y0),
+        (dy, y1 - p[1]),
+    ):
         if pk == 0:
             if qk < 0:
                 return False
@@ -418,18 +527,25 @@ def _segments_intersect_box(p, q, box: Box, pad: float = 0.02) -> bool:
 
 
 def collisions(lay: MapLayout) -> list[str]:
-    """Every overlap of two boxes and every arrow through a box that is not its end; [] when clean."""
+    """Every overlap of two boxes and every arrow through a box that is not its
+    end; [] when clean."""
     out = []
     boxes = list(lay.boxes.values())
     for i, a in enumerate(boxes):
         for b in boxes[i + 1 :]:
-            if abs(a.x - b.x) < (a.w + b.w) / 2 and abs(a.y - b.y) < (a.h + b.h) / 2:
+            if (
+                abs(a.x - b.x) < (a.w + b.w) / 2
+                and abs(a.y - b.y) < (a.h + b.h) / 2
+            ):
                 out.append(f"boxes {a.number} and {b.number} overlap")
     for a, b, pts in lay.arrows:
         for box in boxes:
             if box.number in (a, b):
                 continue
-            if any(_segments_intersect_box(p, q, box) for p, q in zip(pts, pts[1:])):
+            if any(
+                _segments_intersect_box(p, q, box)
+                for p, q in zip(pts, pts[1:])
+            ):
                 out.append(f"the arrow {a} → {b} crosses box {box.number}")
     return out
 
@@ -446,7 +562,8 @@ def wrap(text: str, width: int) -> list[str]:
 
 
 def draw(rows: list[PageRow], ax=None):
-    """Draw the map (matplotlib); return (figure, layout). Raises if two shapes collide."""
+    """Draw the map (matplotlib); return (figure, layout). Raises if two shapes
+    collide."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
     from matplotlib.path import Path as MPath
@@ -465,23 +582,49 @@ def draw(rows: list[PageRow], ax=None):
         codes = [MPath.MOVETO] + [MPath.LINETO] * (len(pts) - 1)
         ax.add_patch(
             FancyArrowPatch(
-                path=MPath(pts, codes), arrowstyle="-|>", mutation_scale=9, color="#6b6b6b", lw=0.8,
-                shrinkA=0, shrinkB=1,
+                path=MPath(pts, codes),
+                arrowstyle="-|>",
+                mutation_scale=9,
+                color="#6b6b6b",
+                lw=0.8,
+                shrinkA=0,
+                shrinkB=1,
             )
         )
     for number, box in lay.boxes.items():
         sub = "." in number
         ax.add_patch(
             FancyBboxPatch(
-                (box.x - box.w / 2, box.y - box.h / 2), box.w, box.h, boxstyle="round,pad=0,rounding_size=0.06",
-                facecolor="#f3f6fb" if sub else "#e6eef9", edgecolor="#3b6ea8", lw=0.9,
+                (box.x - box.w / 2, box.y - box.h / 2),
+                box.w,
+                box.h,
+                boxstyle="round,pad=0,rounding_size=0.06",
+                facecolor="#f3f6fb" if sub else "#e6eef9",
+                edgecolor="#3b6ea8",
+                lw=0.9,
                 linestyle="--" if sub else "-",
             )
         )
         head = f"Page {number}" if sub else f"Chapter {number}"
-        ax.text(box.x, box.y + box.h / 2 - 0.11, head, ha="center", va="center", fontsize=7.5, fontweight="bold")
+        ax.text(
+            box.x,
+            box.y + box.h / 2 - 0.11,
+            head,
+            ha="center",
+            va="center",
+            fontsize=7.5,
+            fontweight="bold",
+        )
         lines = wrap(by[number].title, 30)
         if len(lines) > 2:
             lines = [lines[0], " ".join(lines[1:])]
-        ax.text(box.x, box.y - 0.08, "\n".join(lines), ha="center", va="center", fontsize=7, linespacing=1.1)
+        ax.text(
+            box.x,
+            box.y - 0.08,
+            "\n".join(lines),
+            ha="center",
+            va="center",
+            fontsize=7,
+            linespacing=1.1,
+        )
     return fig, lay

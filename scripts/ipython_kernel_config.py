@@ -1,4 +1,5 @@
-"""IPython kernel configuration for the book build (copied to $IPYTHONDIR by scripts/build_book.sh).
+"""IPython kernel configuration for the book build (copied to $IPYTHONDIR by
+scripts/build_book.sh).
 
 The build executes each chapter in a local kernel that jupyter-client connects
 to over TCP on 127.0.0.1; ipykernel then logs "Kernel is running over TCP
@@ -17,9 +18,11 @@ class _NoTransportNotice(logging.Filter):
 
 logging.getLogger("IPKernelApp").addFilter(_NoTransportNotice())
 
-# Figures are drawn as SVG in the build: vector graphics, sharp on a screen of any density and in
-# the printed PDFs (scripts/build_pdf.py), at the same size on the page as before.
+# Figures are drawn as SVG in the build: vector graphics, sharp on a screen of
+# any density and in the printed PDFs (scripts/build_pdf.py), at the same size
+# on the page as before.
 c = get_config()  # noqa: F821 -- provided by IPython when it loads this file
 c.InlineBackend.figure_formats = {"svg"}
-# the pixels inside a vector figure (an image of a matrix) at print resolution, not the screen's 100
+# the pixels inside a vector figure (an image of a matrix) at print resolution,
+# not the screen's 100
 c.InlineBackend.print_figure_kwargs = {"bbox_inches": "tight", "dpi": 250}

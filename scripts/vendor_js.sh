@@ -4,7 +4,7 @@
 # holds third-party files only; the book's own CSS/JS lives in static/.
 #   - MathJax 3 (CommonHTML output, TeX + MathML input) for the equations;
 #   - the ipywidgets HTML manager (standalone embed.js) for the kernel-free
-#     slider explorers (nqf_lite.widgets), matching ipywidgets 8.
+#     slider explorers (nqf_lite.book.widgets), matching ipywidgets 8.
 # Usage: bash scripts/vendor_js.sh   (needs npm; writes vendor/ in the repo root)
 set -euo pipefail
 

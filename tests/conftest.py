@@ -5,8 +5,11 @@ from hypothesis import settings
 
 torch.set_default_dtype(torch.float64)
 
-# Property tests are reproducible: the same examples on every run and machine, no example database.
-settings.register_profile("book", derandomize=True, database=None, deadline=None)
+# Property tests are reproducible: the same examples on every run and machine,
+# no example database.
+settings.register_profile(
+    "book", derandomize=True, database=None, deadline=None
+)
 settings.load_profile("book")
 
 

@@ -1,4 +1,5 @@
-"""Tests of nqf_lite.architectures: modules, closed-form A(x) (Props. 1-6), Eqs. 17-19."""
+"""Tests of nqf_lite.expansion.models: modules, closed-form A(x) (Props. 1-6),
+Eqs. 17-19."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-import nqf_lite.architectures as ar
+import nqf_lite.expansion.models as ar
 from nqf_lite import Expansion, NotSmoothError, expand
-from nqf_lite.expansion import truncation_error
-from nqf_lite.plotting import plot_structure
-from nqf_lite.scaling import fit_loglog_slope
+from nqf_lite.expansion.autograd import truncation_error
+from nqf_lite.book.plotting import plot_structure
+from nqf_lite.dynamics.scaling import fit_loglog_slope
 
 TOL = 1e-12
 
@@ -22,7 +23,8 @@ def _rng(seed: int) -> np.random.Generator:
 
 
 def _slope(x, y) -> float:
-    """Log-log slope over the whole (increasing) grid ``x``, by the package's one fitter."""
+    """Log-log slope over the whole (increasing) grid ``x``, by the package's
+    one fitter."""
     return fit_loglog_slope(x, y, (x[0], x[-1])).slope
 
 
@@ -81,7 +83,8 @@ def test_mlp_forward_and_permutation_symmetry():
     assert abs(_f(f, W[:, perm], x) - expected) < 1e-14
     fv = ar.mlp_module(k, "gelu", V=2)
     Wv = rng.normal(size=(k + 2, d))
-    gelu = lambda z: 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))  # noqa: E731
+    # noqa: E731
+    gelu = lambda z: 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))
     expected_v = Wv[k:] @ gelu(Wv[:k].T @ x)
     np.testing.assert_allclose(_f(fv, Wv, x), expected_v, atol=1e-14)
 
@@ -104,7 +107,9 @@ def test_cnn_forward_matches_explicit_correlation():
     for i in range(d):
         K = W[:-1, i].reshape(2, kh, kw)
         for r, c in itertools.product(range(5 - kh + 1), range(4 - kw + 1)):
-            total += W[-1, i] * np.tanh(np.sum(K * X[:, r : r + kh, c : c + kw]))
+            total += W[-1, i] * np.tanh(
+                np.sum(K * X[:, r : r + kh, c : c + kw])
+            )
     assert abs(_f(f, W, X) - total) < 1e-13
     P = ar.patches(X, (kh, kw))
     assert P.shape == ((5 - kh + 1) * (4 - kw + 1), 2 * kh * kw)
@@ -127,9 +132,13 @@ def test_mha_forward_matches_explicit_heads():
         W = L.pack(heads)
         out = 0.0
         for i in range(d):
-            a = _softmax(X.T @ heads["W_K"][i].T @ heads["W_Q"][i] @ x / math.sqrt(d_k))
+            a = _softmax(
+                X.T @ heads["W_K"][i].T @ heads["W_Q"][i] @ x / math.sqrt(d_k)
+            )
             val = heads["W_V"][i] @ X @ a
-            out = out + (heads["v"][i] @ val if V is None else heads["W_O"][i] @ val)
+            out = out + (
+                heads["v"][i] @ val if V is None else heads["W_O"][i] @ val
+            )
         np.testing.assert_allclose(_f(f, W, (x, X)), out, atol=1e-14)
         perm = rng.permutation(d)
         np.testing.assert_allclose(_f(f, W[:, perm], (x, X)), out, atol=1e-14)
@@ -163,7 +172,10 @@ def test_moe_forward():
     assert abs(_f(f, W, x) - expected) < 1e-14
     fv = ar.moe_module(k, ar.linear_expert(k, V=2), gate="tanh")
     Wv = rng.normal(size=(k + 2 * k, d))
-    exp_v = sum(np.tanh(Wv[:k, i] @ x) * (Wv[k:, i].reshape(k, 2).T @ x) for i in range(d))
+    exp_v = sum(
+        np.tanh(Wv[:k, i] @ x) * (Wv[k:, i].reshape(k, 2).T @ x)
+        for i in range(d)
+    )
     np.testing.assert_allclose(_f(fv, Wv, x), exp_v, atol=1e-14)
 
 
@@ -179,7 +191,9 @@ def test_A_mlp_by_hand():
     assert Av.shape == (2, 4, 4)
     assert Av[1, 0, 3] == 1.0 and Av[1, 1, 3] == 2.0 and Av[1, 0, 2] == 0.0
     np.testing.assert_array_equal(ar.g_mlp([1.0, 2.0], 0.5), [0, 0, 0.5])
-    np.testing.assert_array_equal(ar.g_mlp([1.0], 0.5, V=2), [[0, 0.5, 0], [0, 0, 0.5]])
+    np.testing.assert_array_equal(
+        ar.g_mlp([1.0], 0.5, V=2), [[0, 0.5, 0], [0, 0, 0.5]]
+    )
 
 
 def test_A_logits_by_hand():
@@ -195,7 +209,9 @@ def test_A_logits_by_hand():
 # ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("act", ["tanh", "gelu", "sigmoid", "softplus0", "erf"])
+@pytest.mark.parametrize(
+    "act", ["tanh", "gelu", "sigmoid", "softplus0", "erf"]
+)
 @pytest.mark.parametrize("k,V", [(1, None), (4, None), (3, 2), (5, 3)])
 def test_mlp_closed_form_matches_expand(act, k, V):
     _, phi0, dphi0 = ar.activation(act)
@@ -212,7 +228,9 @@ def test_mean_field_closed_form_matches_expand(k):
     x = _rng(20 + k).normal(size=k)
     f = ar.mean_field_mlp(k, "sigmoid", "softplus0")
     e = expand(f, x, f.p)
-    g, B, A = ar.coeffs_mean_field_mlp(x, phi0=0.5, dphi0=0.25, drho0=0.5, ddrho0=0.25)
+    g, B, A = ar.coeffs_mean_field_mlp(
+        x, phi0=0.5, dphi0=0.25, drho0=0.5, ddrho0=0.25
+    )
     assert np.abs(B).max() > 0.01 and np.abs(g).max() > 0.1
     for got, want in ((e.g, g), (e.B, B), (e.A, A)):
         assert np.abs(got - want).max() <= TOL
@@ -220,7 +238,12 @@ def test_mean_field_closed_form_matches_expand(k):
 
 
 @pytest.mark.parametrize(
-    "shape,kernel,C,V", [((5, 6), (3, 3), 1, None), ((4, 5), (2, 3), 2, None), ((4, 4), (2, 2), 1, 2)]
+    "shape,kernel,C,V",
+    [
+        ((5, 6), (3, 3), 1, None),
+        ((4, 5), (2, 3), 2, None),
+        ((4, 4), (2, 2), 1, 2),
+    ],
 )
 def test_cnn_closed_form_matches_expand(shape, kernel, C, V):
     X = _rng(30).normal(size=shape if C == 1 else (C, *shape))
@@ -229,7 +252,9 @@ def test_cnn_closed_form_matches_expand(shape, kernel, C, V):
     assert np.abs(e.A - ar.A_cnn(X, kernel, 0.5, V)).max() <= TOL
 
 
-@pytest.mark.parametrize("D,N,d_k,d_v,V", [(4, 5, 2, 3, None), (3, 2, 1, 2, None), (3, 4, 2, 2, 2)])
+@pytest.mark.parametrize(
+    "D,N,d_k,d_v,V", [(4, 5, 2, 3, None), (3, 2, 1, 2, None), (3, 4, 2, 2, 2)]
+)
 def test_mha_closed_form_matches_expand(D, N, d_k, d_v, V):
     rng = _rng(40 + D + N)
     x, X = rng.normal(size=D), rng.normal(size=(D, N))
@@ -260,12 +285,19 @@ def test_logits_closed_form_matches_expand(D, N, d_k):
     assert np.abs(e.A - ar.A_logits(x, X, c, d_k)).max() <= TOL
 
 
-@pytest.mark.parametrize("k,V,gate", [(3, None, "tanh"), (4, None, "gelu"), (3, 2, "tanh")])
+@pytest.mark.parametrize(
+    "k,V,gate", [(3, None, "tanh"), (4, None, "gelu"), (3, 2, "tanh")]
+)
 def test_moe_closed_form_matches_expand(k, V, gate):
     x = _rng(70 + k).normal(size=k)
     f = ar.moe_module(k, ar.linear_expert(k, V), gate=gate)
     e = expand(f, x, f.p)
-    assert np.abs(e.A - ar.A_moe(x, ar.activation(gate)[2], ar.G_linear(x, V))).max() <= TOL
+    assert (
+        np.abs(
+            e.A - ar.A_moe(x, ar.activation(gate)[2], ar.G_linear(x, V))
+        ).max()
+        <= TOL
+    )
 
 
 def test_moe_with_zgz_expert_has_zero_A():
@@ -301,7 +333,9 @@ def test_representation_reproduces_quadratic_form():
     A = ar.A_mlp(x, 1.0)
     C, split = ar.feedforward_blocks(A)
     h = ar.representation(W, C, split)
-    np.testing.assert_allclose(h[:, 0], W[:k].T @ x, atol=1e-14)  # pre-activations
+    np.testing.assert_allclose(
+        h[:, 0], W[:k].T @ x, atol=1e-14
+    )  # pre-activations
     quad = np.trace(W @ W.T @ A)
     assert abs(np.sum(h * W[split:].T) - quad) < 1e-12
 
@@ -330,7 +364,9 @@ def test_feedforward_bad_inputs():
 EPS = np.logspace(-2.5, -0.5, 9)
 
 
-@pytest.mark.parametrize("act,slope", [("tanh", 4.0), ("gelu", 3.0), ("sigmoid", 4.0)])
+@pytest.mark.parametrize(
+    "act,slope", [("tanh", 4.0), ("gelu", 3.0), ("sigmoid", 4.0)]
+)
 def test_truncation_slopes_mlp(act, slope):
     rng = _rng(100)
     x = rng.normal(size=4)
@@ -357,7 +393,14 @@ def test_mha_quartic_term_lifts_residual_to_order_six():
     e = expand(f, (x, X), f.p, d=3)
     W = rng.normal(size=(f.p, 3))
     err4 = truncation_error(f, e, (x, X), W, EPS)
-    err6 = truncation_error(f, e, (x, X), W, EPS, correction=lambda We: ar.mha_quartic(We, x, X, d_k, d_v))
+    err6 = truncation_error(
+        f,
+        e,
+        (x, X),
+        W,
+        EPS,
+        correction=lambda We: ar.mha_quartic(We, x, X, d_k, d_v),
+    )
     assert abs(_slope(EPS, err4) - 4) < 0.15
     assert abs(_slope(EPS, err6) - 6) < 0.15
 
@@ -369,7 +412,13 @@ def test_relu_is_not_smooth_but_homogeneous():
     with pytest.raises(NotSmoothError):
         expand(f, x, f.p)
     W = rng.normal(size=(4, 5))
-    stand_in = Expansion(f0=np.array(0.0), g=np.zeros(4), A=ar.A_mlp(x, 0.5), B=np.zeros((4, 4)), d=5)
+    stand_in = Expansion(
+        f0=np.array(0.0),
+        g=np.zeros(4),
+        A=ar.A_mlp(x, 0.5),
+        B=np.zeros((4, 4)),
+        d=5,
+    )
     err = truncation_error(f, stand_in, x, W, EPS)
     assert abs(_slope(EPS, err) - 2.0) < 1e-6
 
@@ -411,11 +460,15 @@ def test_bad_inputs_raise_clear_errors():
         ar.A_cnn(np.ones((2, 2)), (3, 3), 1.0)
     with pytest.raises(ValueError, match="kernel_shape must"):
         ar.patches(np.ones((3, 3)), 2)
-    with pytest.raises(ValueError, match=r"X must be a token matrix of shape \(3, N\)"):
+    with pytest.raises(
+        ValueError, match=r"X must be a token matrix of shape \(3, N\)"
+    ):
         ar.A_mha(np.ones(3), np.ones((2, 4)), 1, 1)
     with pytest.raises(ValueError, match="d_k"):
         ar.A_qk(np.ones(2), np.ones((2, 3)), np.ones(2), 0)
-    with pytest.raises(ValueError, match=r"c must be a vector of shape \(2,\)"):
+    with pytest.raises(
+        ValueError, match=r"c must be a vector of shape \(2,\)"
+    ):
         ar.A_logits(np.ones(2), np.ones((2, 3)), np.ones(3), 2)
     with pytest.raises(TypeError, match="pair"):
         ar.mha(2, 1, 1)(torch.zeros(7, 1, dtype=torch.float64), np.ones(2))

@@ -1,4 +1,5 @@
-"""Tests of the claims ledger: nqf_lite.claims and the Sphinx extensions in _ext/."""
+"""Tests of the claims ledger: nqf_lite.book.claims and the Sphinx extensions
+in _ext/."""
 
 import json
 import math
@@ -9,8 +10,8 @@ import numpy as np
 import pytest
 from docutils import nodes
 
-import nqf_lite.claims as claims_module
-from nqf_lite.claims import CLAIMS_DIR_ENV, ClaimFailed, Claims, glue
+import nqf_lite.book.claims as claims_module
+from nqf_lite.book.claims import CLAIMS_DIR_ENV, ClaimFailed, Claims, glue
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
@@ -36,14 +37,20 @@ def _records(folder, chapter):
     return [json.loads(line) for line in lines]
 
 
-# ---------------------------------------------------------------- nqf_lite.claims
+# ----------------------------------------------------------------
+# nqf_lite.book.claims
 
 
 def test_expected_with_tolerances_passes_and_returns_measured(no_claims_dir):
     c = Claims("01_x")
-    assert c.check("k1", "one is one", 1.0 + 1e-13, expected=1.0, atol=1e-12) == 1.0 + 1e-13
+    assert (
+        c.check("k1", "one is one", 1.0 + 1e-13, expected=1.0, atol=1e-12)
+        == 1.0 + 1e-13
+    )
     assert c.check("k2", "rtol", 101.0, expected=100.0, rtol=0.01) == 101.0
-    assert c.check("k3", "both", 2.5, expected=2.0, atol=0.3, rtol=0.1) == 2.5  # 0.5 <= 0.3 + 0.2
+    assert (
+        c.check("k3", "both", 2.5, expected=2.0, atol=0.3, rtol=0.1) == 2.5
+    )  # 0.5 <= 0.3 + 0.2
     assert [r.passed for r in c.records] == [True, True, True]
 
 
@@ -118,7 +125,12 @@ def test_nothing_written_without_env(tmp_path, no_claims_dir, monkeypatch):
 def test_numpy_scalars_are_accepted(no_claims_dir):
     np = pytest.importorskip("numpy")
     c = Claims("01_x")
-    assert c.check("n", "numpy", np.float32(0.5), expected=np.array(0.5), atol=1e-7) == 0.5
+    assert (
+        c.check(
+            "n", "numpy", np.float32(0.5), expected=np.array(0.5), atol=1e-7
+        )
+        == 0.5
+    )
 
 
 @pytest.mark.parametrize(
@@ -152,7 +164,9 @@ def test_duplicate_key_and_bad_chapter(no_claims_dir):
         Claims(6)
 
 
-@pytest.mark.parametrize("name", ["../evil", "a/b", "..", "/abs", "a b", "x\\y", ".hidden"])
+@pytest.mark.parametrize(
+    "name", ["../evil", "a/b", "..", "/abs", "a b", "x\\y", ".hidden"]
+)
 def test_chapter_name_cannot_leave_the_claims_folder(name, claims_dir):
     with pytest.raises(ValueError, match="chapter"):
         Claims(name)
@@ -161,12 +175,21 @@ def test_chapter_name_cannot_leave_the_claims_folder(name, claims_dir):
 
 @pytest.mark.parametrize(
     "criterion",
-    [dict(at_most=math.inf), dict(at_least=-math.inf), dict(at_most=math.nan),
-     dict(expected=1.0, atol=math.inf), dict(expected=1.0, atol=-0.1), dict(expected=1.0, rtol=math.nan),
-     dict(expected=math.inf, atol=1.0), dict(expected=1.0, rtol=-1e-3)],
+    [
+        dict(at_most=math.inf),
+        dict(at_least=-math.inf),
+        dict(at_most=math.nan),
+        dict(expected=1.0, atol=math.inf),
+        dict(expected=1.0, atol=-0.1),
+        dict(expected=1.0, rtol=math.nan),
+        dict(expected=math.inf, atol=1.0),
+        dict(expected=1.0, rtol=-1e-3),
+    ],
 )
 def test_a_criterion_that_cannot_fail_is_rejected(criterion, no_claims_dir):
-    with pytest.raises(ValueError, match="at_most|at_least|atol|rtol|expected"):
+    with pytest.raises(
+        ValueError, match="at_most|at_least|atol|rtol|expected"
+    ):
         Claims("01_x").check("k", "s", 1.0, **criterion)
 
 
@@ -174,20 +197,32 @@ def test_kind_is_recorded_and_counted_apart(claims_dir):
     c = Claims("05_k")
     c.check("p", "a prediction", 1.0, at_most=2.0)
     c.check("c", "rows counted", 3.0, expected=3.0, atol=0, kind="code")
-    assert [r["kind"] for r in _records(claims_dir, "05_k")] == ["prediction", "code"]
-    assert c.summary().startswith("1 prediction checked, all pass (0 on ensembles of seeds), and 1 check of the code")
+    assert [r["kind"] for r in _records(claims_dir, "05_k")] == [
+        "prediction",
+        "code",
+    ]
+    assert c.summary().startswith(
+        "1 prediction checked, all pass (0 on ensembles of seeds), and 1 check of the code"
+    )
     with pytest.raises(ValueError, match="kind"):
         c.check("z", "s", 1.0, at_most=2.0, kind="theory")
 
 
 class _FakeShell:
-    """Stands in for IPython: an execution counter and the post_run_cell event."""
+    """Stands in for IPython: an execution counter and the post_run_cell
+    event."""
 
     def __init__(self):
         self.execution_count = 1
         self.callbacks = []
-        self.events = type("E", (), {"callbacks": {"post_run_cell": self.callbacks},
-                                     "register": lambda _, name, fn: self.callbacks.append(fn)})()
+        self.events = type(
+            "E",
+            (),
+            {
+                "callbacks": {"post_run_cell": self.callbacks},
+                "register": lambda _, name, fn: self.callbacks.append(fn),
+            },
+        )()
 
     def run_cell(self):
         for fn in self.callbacks:
@@ -210,7 +245,9 @@ def test_rerunning_a_cell_replaces_its_claim(shell, no_claims_dir):
     shell.run_cell()
     c.check("k", "s", 1.5, at_most=2.0)  # the same cell, run again
     assert [(r.key, r.measured) for r in c.records] == [("k", 1.5)]
-    with pytest.raises(ValueError, match="twice"):  # twice within one execution: a real duplicate
+    with pytest.raises(
+        ValueError, match="twice"
+    ):  # twice within one execution: a real duplicate
         c.check("k", "s", 1.0, at_most=2.0)
 
 
@@ -222,10 +259,15 @@ def test_rerun_in_the_book_build_is_a_duplicate(shell, claims_dir):
         c.check("k", "s", 1.0, at_most=2.0)
 
 
-def test_a_shell_started_between_two_checks_does_not_hide_a_duplicate(monkeypatch, no_claims_dir):
-    """Plain Python: the first check has no shell, an import starts one before the second."""
+def test_a_shell_started_between_two_checks_does_not_hide_a_duplicate(
+    monkeypatch, no_claims_dir
+):
+    """Plain Python: the first check has no shell, an import starts one before
+    the second."""
     fake = _FakeShell()
-    shells = iter([None])  # the first look sees no shell, every later one sees `fake`
+    shells = iter(
+        [None]
+    )  # the first look sees no shell, every later one sees `fake`
     monkeypatch.setattr(claims_module, "_ipython", lambda: next(shells, fake))
     c = Claims("06_p")
     c.check("k", "s", 1.0, at_most=2.0)
@@ -235,13 +277,14 @@ def test_a_shell_started_between_two_checks_does_not_hide_a_duplicate(monkeypatc
 
 
 def test_duplicate_in_plain_python_with_myst_nb_is_an_error(tmp_path):
-    """The issue's case, for real: importing myst_nb (first glue) starts an IPython shell."""
+    """The issue's case, for real: importing myst_nb (first glue) starts an
+    IPython shell."""
     import os
     import subprocess
 
     pytest.importorskip("myst_nb")
     script = (
-        "from nqf_lite.claims import Claims\n"
+        "from nqf_lite.book.claims import Claims\n"
         "c = Claims('01_x')\n"
         "c.check('k', 's', 1.0, at_most=2.0)\n"
         "try:\n"
@@ -252,7 +295,12 @@ def test_duplicate_in_plain_python_with_myst_nb_is_an_error(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k != CLAIMS_DIR_ENV}
     out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr
     assert "duplicate: claim key 'k' is used twice" in out.stdout
@@ -263,7 +311,9 @@ def test_identity_kind_and_seed_are_recorded(claims_dir, monkeypatch):
     monkeypatch.setenv("NQF_SEED", "7")
     c = Claims("05_i")
     c.check("p", "a prediction", 1.0, at_most=2.0, n_seeds=4)
-    c.check("i", "closed form = autograd", 1e-14, at_most=1e-12, kind="identity")
+    c.check(
+        "i", "closed form = autograd", 1e-14, at_most=1e-12, kind="identity"
+    )
     c.check("c", "rows counted", 3.0, expected=3.0, atol=0, kind="code")
     recs = _records(claims_dir, "05_i")
     assert [r["kind"] for r in recs] == ["prediction", "identity", "code"]
@@ -274,27 +324,39 @@ def test_identity_kind_and_seed_are_recorded(claims_dir, monkeypatch):
     )
 
 
-def test_show_numbers_prints_quoted_values_after_the_cell(shell, capsys, no_claims_dir):
+def test_show_numbers_prints_quoted_values_after_the_cell(
+    shell, capsys, no_claims_dir
+):
     claims_module.show_numbers({"ch-a": ".2f", "ch-b": ".1e"})
     glue("ch-a", np.float64(3.14159))
     glue("not-quoted", 7.0)
     Claims("07_s").check("ch-b", "s", 0.000123, at_most=1.0)
     assert capsys.readouterr().out == ""  # nothing before the cell ends
     shell.run_cell()
-    assert capsys.readouterr().out == "Numbers quoted in the text: ⟨ch-a⟩ = 3.14, ⟨ch-b⟩ = 1.2e-04\n"
+    assert (
+        capsys.readouterr().out
+        == "Numbers quoted in the text: ⟨ch-a⟩ = 3.14, ⟨ch-b⟩ = 1.2e-04\n"
+    )
     shell.run_cell()
     assert capsys.readouterr().out == ""  # shown once
     with pytest.raises(TypeError, match="formats"):
         claims_module.show_numbers({"a": 3})
 
 
-# ---------------------------------------------------------------- _ext/claims_ledger.py
+# ----------------------------------------------------------------
+# _ext/claims_ledger.py
 
 
 def _rec(chapter="01_a", key="k", passed=True, measured=1.0, **kw):
     rec = dict(
-        chapter=chapter, key=key, statement=f"statement {key}", source="Eq. 1",
-        prediction="1", measured=measured, criterion="|measured − 1| ≤ atol 0.1", passed=passed,
+        chapter=chapter,
+        key=key,
+        statement=f"statement {key}",
+        source="Eq. 1",
+        prediction="1",
+        measured=measured,
+        criterion="|measured − 1| ≤ atol 0.1",
+        passed=passed,
     )
     rec.update(kw)
     return rec
@@ -302,19 +364,33 @@ def _rec(chapter="01_a", key="k", passed=True, measured=1.0, **kw):
 
 def _write(folder, chapter, lines):
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{chapter}.jsonl").write_text("".join(line + "\n" for line in lines))
+    (folder / f"{chapter}.jsonl").write_text(
+        "".join(line + "\n" for line in lines)
+    )
 
 
 def test_read_claims_sorted_by_chapter_in_file_order(tmp_path):
-    _write(tmp_path, "02_b", [json.dumps(_rec("02_b", "z")), json.dumps(_rec("02_b", "a"))])
+    _write(
+        tmp_path,
+        "02_b",
+        [json.dumps(_rec("02_b", "z")), json.dumps(_rec("02_b", "a"))],
+    )
     _write(tmp_path, "01_a", [json.dumps(_rec("01_a", "m"))])
     records, problems = cl.read_claims(tmp_path)
     assert problems == []
-    assert [(r["chapter"], r["key"]) for r in records] == [("01_a", "m"), ("02_b", "z"), ("02_b", "a")]
+    assert [(r["chapter"], r["key"]) for r in records] == [
+        ("01_a", "m"),
+        ("02_b", "z"),
+        ("02_b", "a"),
+    ]
 
 
 def test_read_claims_repeated_key_keeps_last(tmp_path):
-    _write(tmp_path, "01_a", [json.dumps(_rec(measured=1.0)), json.dumps(_rec(measured=2.0))])
+    _write(
+        tmp_path,
+        "01_a",
+        [json.dumps(_rec(measured=1.0)), json.dumps(_rec(measured=2.0))],
+    )
     records, _ = cl.read_claims(tmp_path)
     assert [r["measured"] for r in records] == [2.0]
 
@@ -322,7 +398,17 @@ def test_read_claims_repeated_key_keeps_last(tmp_path):
 def test_read_claims_reports_bad_lines(tmp_path):
     bad = _rec()
     del bad["criterion"]
-    _write(tmp_path, "01_a", ["{not json", json.dumps(bad), "", json.dumps([1, 2]), json.dumps(_rec(key="ok"))])
+    _write(
+        tmp_path,
+        "01_a",
+        [
+            "{not json",
+            json.dumps(bad),
+            "",
+            json.dumps([1, 2]),
+            json.dumps(_rec(key="ok")),
+        ],
+    )
     records, problems = cl.read_claims(tmp_path)
     assert [r["key"] for r in records] == ["ok"]
     assert len(problems) == 3
@@ -333,22 +419,39 @@ def test_read_claims_reports_bad_lines(tmp_path):
 
 def test_read_claims_missing_folder(tmp_path):
     records, problems = cl.read_claims(tmp_path / "nope")
-    assert records == [] and len(problems) == 1 and "does not exist" in problems[0]
+    assert (
+        records == []
+        and len(problems) == 1
+        and "does not exist" in problems[0]
+    )
 
 
 def test_ledger_problems():
-    assert cl.ledger_problems([]) == ["the claims ledger is empty: no chapter recorded a claim"]
+    assert cl.ledger_problems([]) == [
+        "the claims ledger is empty: no chapter recorded a claim"
+    ]
     assert cl.ledger_problems([_rec(), _rec(key="b")]) == []
-    (msg,) = cl.ledger_problems([_rec(), _rec(key="b", passed=False, measured=3.5)])
+    (msg,) = cl.ledger_problems(
+        [_rec(), _rec(key="b", passed=False, measured=3.5)]
+    )
     assert "01_a:b FAILED" in msg and "3.5" in msg
     # anything but a literal True counts as a failure
     assert len(cl.ledger_problems([_rec(passed="true")])) == 1
 
 
 def test_summary_text():
-    assert cl.summary_text([_rec(), _rec(key="b"), _rec("02_b")]) == "3 predictions of the theory checked in 2 chapters: all pass."
-    assert cl.summary_text([_rec()]) == "1 prediction of the theory checked in 1 chapter: all pass."
-    assert cl.summary_text([_rec(), _rec(key="b", passed=False)]) == "2 predictions of the theory checked in 1 chapter: 1 FAIL."
+    assert (
+        cl.summary_text([_rec(), _rec(key="b"), _rec("02_b")])
+        == "3 predictions of the theory checked in 2 chapters: all pass."
+    )
+    assert (
+        cl.summary_text([_rec()])
+        == "1 prediction of the theory checked in 1 chapter: all pass."
+    )
+    assert (
+        cl.summary_text([_rec(), _rec(key="b", passed=False)])
+        == "2 predictions of the theory checked in 1 chapter: 1 FAIL."
+    )
 
 
 def test_ledger_table_groups_by_chapter_with_links_and_results():
@@ -365,16 +468,37 @@ def test_ledger_table_groups_by_chapter_with_links_and_results():
     assert [e.astext() for e in head.findall(nodes.entry)] == list(cl.HEADERS)
     rows = list(table.next_node(nodes.tbody).children)
     assert [r["classes"] for r in rows] == [
-        ["claims-chapter"], ["claim-pass"], ["claim-pass"], ["claims-chapter"], ["claim-fail"],
+        ["claims-chapter"],
+        ["claim-pass"],
+        ["claim-pass"],
+        ["claims-chapter"],
+        ["claim-fail"],
     ]
     # chapter rows: one cell spanning the table, linked when the page exists
     (cell,) = rows[0].children
-    assert cell["morecols"] == len(cl.HEADERS) - 1 and cell.astext() == "1. Chapter A"
-    assert rows[0].next_node(nodes.reference)["refuri"] == "../notebooks/01_a.html"
-    assert rows[3].astext() == "09_gone" and rows[3].next_node(nodes.reference) is None
+    assert (
+        cell["morecols"] == len(cl.HEADERS) - 1
+        and cell.astext() == "1. Chapter A"
+    )
+    assert (
+        rows[0].next_node(nodes.reference)["refuri"]
+        == "../notebooks/01_a.html"
+    )
+    assert (
+        rows[3].astext() == "09_gone"
+        and rows[3].next_node(nodes.reference) is None
+    )
     # claim rows
     cells = [e.astext() for e in rows[1].children]
-    assert cells == ["statement k1\n\nk1", "Eq. 1", "1", "1", "|measured − 1| ≤ atol 0.1", "—", "pass"]
+    assert cells == [
+        "statement k1\n\nk1",
+        "Eq. 1",
+        "1",
+        "1",
+        "|measured − 1| ≤ atol 0.1",
+        "—",
+        "pass",
+    ]
     assert rows[1]["ids"] == ["claim-01-a-k1"]
     bad = [e.astext() for e in rows[4].children]
     assert bad[3] == "nan" and bad[-1] == "FAIL"
@@ -386,7 +510,8 @@ def test_ledger_table_empty_has_header_only():
     assert len(list(table.findall(nodes.row))) == 1
 
 
-# ------------------------------------------------ the extension inside a real Sphinx build
+# ------------------------------------------------ the extension inside a real
+# Sphinx build
 
 
 def _sphinx_build(src: Path, out: Path):
@@ -402,16 +527,29 @@ def _sphinx_build(src: Path, out: Path):
         "Book\n====\n\n.. toctree::\n\n   notebooks/01_a\n   ledger\n"
     )
     (src / "notebooks").mkdir(exist_ok=True)
-    (src / "notebooks" / "01_a.rst").write_text("Chapter A\n=========\n\nText.\n")
+    (src / "notebooks" / "01_a.rst").write_text(
+        "Chapter A\n=========\n\nText.\n"
+    )
     (src / "ledger.rst").write_text("Ledger\n======\n\n.. claims-ledger::\n")
-    app = Sphinx(str(src), str(src), str(out), str(out / ".doctrees"), "html",
-                 status=None, warning=None, freshenv=True, warningiserror=False)
+    app = Sphinx(
+        str(src),
+        str(src),
+        str(out),
+        str(out / ".doctrees"),
+        "html",
+        status=None,
+        warning=None,
+        freshenv=True,
+        warningiserror=False,
+    )
     app.build()
     return app
 
 
 def test_extension_builds_table(tmp_path, claims_dir):
-    Claims("01_a").check("k1", "one", 1.0, expected=1.0, atol=1e-9, source="Eq. 3")
+    Claims("01_a").check(
+        "k1", "one", 1.0, expected=1.0, atol=1e-9, source="Eq. 3"
+    )
     src = tmp_path / "src"
     src.mkdir()
     app = _sphinx_build(src, tmp_path / "out")
@@ -449,17 +587,24 @@ def test_extension_without_env_explains(tmp_path, no_claims_dir):
     src.mkdir()
     app = _sphinx_build(src, tmp_path / "out")
     assert app.statuscode == 0
-    assert "generated by the book build" in (tmp_path / "out" / "ledger.html").read_text()
+    assert (
+        "generated by the book build"
+        in (tmp_path / "out" / "ledger.html").read_text()
+    )
 
 
-# ---------------------------------------------------------------- _ext/api_docs.py
+# ----------------------------------------------------------------
+# _ext/api_docs.py
 
 
 @pytest.mark.parametrize(
     "line, expected",
     [
         ("ndarray, shape (|batch|,)", r"ndarray, shape (\|batch\|,)"),
-        ("max |C_kj| <= tol * max |C_kk|.", r"max \|C_kj\| <= tol * max \|C_kk\|."),
+        (
+            "max |C_kj| <= tol * max |C_kk|.",
+            r"max \|C_kj\| <= tol * max \|C_kk\|.",
+        ),
         ("``2/|batch|`` and |x|", r"``2/|batch|`` and \|x\|"),
         (":math:`|x|` and |y|", r":math:`|x|` and \|y\|"),
         ("a | b | c", "a | b | c"),
@@ -473,23 +618,39 @@ def test_escape_bars(line, expected):
 
 
 def test_defining_name_of_reexports():
-    assert api_docs.defining_name("nqf_lite.claims.Claims") is None  # already the home
-    assert api_docs.defining_name("nqf_lite.widgets.slider_explorer") is None
+    assert (
+        api_docs.defining_name("nqf_lite.book.claims.Claims") is None
+    )  # already the home
+    assert (
+        api_docs.defining_name("nqf_lite.book.widgets.slider_explorer") is None
+    )
     assert api_docs.defining_name("nqf_lite.nothing_here") is None
     assert api_docs.defining_name("not_a_module.x") is None
     assert api_docs.defining_name("nqf_lite") is None
-    assert api_docs.defining_name("nqf_lite.expand") == "nqf_lite.expansion.expand"
-    assert api_docs.defining_name("nqf_lite.NQF") == "nqf_lite.form.NQF"
-    # re-exports resolve to the defining submodule, whatever the package layout calls it
+    assert (
+        api_docs.defining_name("nqf_lite.expand")
+        == "nqf_lite.expansion.autograd.expand"
+    )
+    assert (
+        api_docs.defining_name("nqf_lite.NQF") == "nqf_lite.expansion.form.NQF"
+    )
+    # re-exports resolve to the defining submodule, whatever the package layout
+    # calls it
     import importlib
 
     import nqf_lite
 
     for name in ("expand", "NQF"):
         full = api_docs.defining_name(f"nqf_lite.{name}")
-        assert full is not None and full.startswith("nqf_lite.") and full.endswith(f".{name}"), full
+        assert (
+            full is not None
+            and full.startswith("nqf_lite.")
+            and full.endswith(f".{name}")
+        ), full
         module, _, attr = full.rpartition(".")
-        assert module != "nqf_lite" and getattr(importlib.import_module(module), attr) is getattr(nqf_lite, name)
+        assert module != "nqf_lite" and getattr(
+            importlib.import_module(module), attr
+        ) is getattr(nqf_lite, name)
 
 
 def test_margin_and_ensemble_fields(claims_dir):
@@ -504,7 +665,15 @@ def test_margin_and_ensemble_fields(claims_dir):
     assert recs["lo"]["margin"] == pytest.approx(0.5, abs=1e-15)
 
 
-@pytest.mark.parametrize("kwargs", [{"n_seeds": 0}, {"n_seeds": 2.0}, {"spread": -1.0}, {"spread": float("nan")}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"n_seeds": 0},
+        {"n_seeds": 2.0},
+        {"spread": -1.0},
+        {"spread": float("nan")},
+    ],
+)
 def test_bad_ensemble_fields_are_refused(kwargs):
     with pytest.raises((TypeError, ValueError), match="n_seeds|spread"):
         Claims("05_v").check("k", "s", 1.0, at_most=2.0, **kwargs)
@@ -519,7 +688,8 @@ def test_summary_checks_records():
     assert line.startswith("1 prediction checked, all pass (1 on ensembles")
 
 
-# ---------------------------------------------------------------- _ext/html_assets.py
+# ----------------------------------------------------------------
+# _ext/html_assets.py
 
 
 def test_unique_scripts_drops_the_second_copy_of_an_inline_script():
@@ -545,26 +715,42 @@ def test_unique_scripts_drops_the_second_copy_of_an_inline_script():
     assert kept[1] is scripts[1]  # the first occurrence is kept
 
 
-# ---------------------------------------------------------------- _ext/api_docs.py: one page per module
+# ----------------------------------------------------------------
+# _ext/api_docs.py: one page per module
 
 
 @pytest.fixture
 def fake_package(tmp_path, monkeypatch):
-    """A package ``fakepkg`` with public, private and nested modules on sys.path."""
+    """A package ``fakepkg`` with public, private and nested modules on
+    sys.path."""
     root = tmp_path / "src" / "fakepkg"
     (root / "sub").mkdir(parents=True)
     (root / "_hidden").mkdir()
-    for rel in ("__init__.py", "alpha.py", "_private.py", "sub/__init__.py", "sub/beta.py", "sub/_gamma.py",
-                "_hidden/__init__.py", "_hidden/delta.py"):
+    for rel in (
+        "__init__.py",
+        "alpha.py",
+        "_private.py",
+        "sub/__init__.py",
+        "sub/beta.py",
+        "sub/_gamma.py",
+        "_hidden/__init__.py",
+        "_hidden/delta.py",
+    ):
         (root / rel).write_text('"""Doc."""\n')
     monkeypatch.syspath_prepend(str(tmp_path / "src"))
     yield "fakepkg"
-    for name in [m for m in sys.modules if m == "fakepkg" or m.startswith("fakepkg.")]:
+    for name in [
+        m for m in sys.modules if m == "fakepkg" or m.startswith("fakepkg.")
+    ]:
         del sys.modules[name]
 
 
 def test_public_modules_skips_private_names(fake_package):
-    assert api_docs.public_modules(fake_package) == ["fakepkg.alpha", "fakepkg.sub", "fakepkg.sub.beta"]
+    assert api_docs.public_modules(fake_package) == [
+        "fakepkg.alpha",
+        "fakepkg.sub",
+        "fakepkg.sub.beta",
+    ]
 
 
 def test_public_modules_refuses_a_plain_module():
@@ -573,9 +759,13 @@ def test_public_modules_refuses_a_plain_module():
 
 
 def test_module_page_is_a_labelled_automodule_page():
-    text = api_docs.module_page("nqf_lite.solvable")
-    assert text.splitlines()[:3] == [api_docs.GENERATED, "(api-nqf-lite-solvable)=", "# `nqf_lite.solvable`"]
-    assert ".. automodule:: nqf_lite.solvable\n   :members:" in text
+    text = api_docs.module_page("nqf_lite.dynamics.solvable")
+    assert text.splitlines()[:3] == [
+        api_docs.GENERATED,
+        "(api-nqf-lite-dynamics-solvable)=",
+        "# `nqf_lite.dynamics.solvable`",
+    ]
+    assert ".. automodule:: nqf_lite.dynamics.solvable\n   :members:" in text
 
 
 def test_write_api_pages_follows_the_package(fake_package, tmp_path):
@@ -587,14 +777,28 @@ def test_write_api_pages_follows_the_package(fake_package, tmp_path):
     stale.write_text(api_docs.module_page("fakepkg.renamed"))
     mine = book / "book" / "api" / "fakepkg.handwritten.md"
     mine.write_text("# written by hand\n")  # not generated: never deleted
-    assert api_docs.write_api_pages(book, fake_package) == ["fakepkg.alpha", "fakepkg.sub", "fakepkg.sub.beta"]
+    assert api_docs.write_api_pages(book, fake_package) == [
+        "fakepkg.alpha",
+        "fakepkg.sub",
+        "fakepkg.sub.beta",
+    ]
     pages = sorted(p.name for p in (book / "book" / "api").iterdir())
-    assert pages == ["fakepkg.alpha.md", "fakepkg.handwritten.md", "fakepkg.sub.beta.md", "fakepkg.sub.md", "index.md"]
-    assert (book / "book" / "api" / "fakepkg.sub.beta.md").read_text() == api_docs.module_page("fakepkg.sub.beta")
+    assert pages == [
+        "fakepkg.alpha.md",
+        "fakepkg.handwritten.md",
+        "fakepkg.sub.beta.md",
+        "fakepkg.sub.md",
+        "index.md",
+    ]
+    assert (
+        book / "book" / "api" / "fakepkg.sub.beta.md"
+    ).read_text() == api_docs.module_page("fakepkg.sub.beta")
     # unchanged pages are not rewritten (Sphinx would re-read them)
     before = (book / "book" / "api" / "fakepkg.alpha.md").stat().st_mtime_ns
     api_docs.write_api_pages(book, fake_package)
-    assert (book / "book" / "api" / "fakepkg.alpha.md").stat().st_mtime_ns == before
+    assert (
+        book / "book" / "api" / "fakepkg.alpha.md"
+    ).stat().st_mtime_ns == before
 
 
 def test_table_checks_every_row_and_records_each(tmp_path, monkeypatch):
@@ -603,11 +807,16 @@ def test_table_checks_every_row_and_records_each(tmp_path, monkeypatch):
     with pytest.raises(ClaimFailed) as err:
         c.table(
             ("key", "statement", "measured", "at_most"),
-            [("t-a", "A", 0.1, 1.0), ("t-b", "B", 2.0, 1.0), ("t-c", "C", 3.0, 1.0)],
+            [
+                ("t-a", "A", 0.1, 1.0),
+                ("t-b", "B", 2.0, 1.0),
+                ("t-c", "C", 3.0, 1.0),
+            ],
             source="Eq. 1",
             kind="code",
         )
-    # the failure names both failed keys, and the row after the first failure is recorded
+    # the failure names both failed keys, and the row after the first failure
+    # is recorded
     assert "t-b" in str(err.value) and "t-c" in str(err.value)
     assert [r.key for r in c.records] == ["t-a", "t-b", "t-c"]
     assert [r.passed for r in c.records] == [True, False, False]
@@ -632,7 +841,12 @@ def test_table_row_value_wins_over_common():
     "columns, rows, common, match",
     [
         (("key", "statement"), [("a", "A")], {}, "measured"),
-        (("key", "statement", "measured", "tol"), [("a", "A", 1, 1)], {}, "tol"),
+        (
+            ("key", "statement", "measured", "tol"),
+            [("a", "A", 1, 1)],
+            {},
+            "tol",
+        ),
         (("key", "key", "measured"), [("a", "b", 1)], {}, "repeat"),
         (("key", "statement", "measured"), [("a", "A")], {}, r"rows\[0\]"),
         (("key", "statement", "measured"), [], {}, "at least one"),

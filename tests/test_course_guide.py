@@ -1,5 +1,7 @@
-"""The course guide's numbers (scripts/course_guide.py): every page counted, plans that add up, a
-prerequisite map whose boxes never overlap and whose arrows never cross a box."""
+"""The course guide's numbers (scripts/course_guide.py): every page counted,
+plans that add up, a prerequisite map whose boxes never overlap and whose
+arrows never cross a
+box."""
 
 from __future__ import annotations
 
@@ -23,7 +25,11 @@ def rows():
 def test_every_page_of_every_chapter_is_counted(rows):
     from toc_notebooks import toc_notebooks
 
-    numbered = [Path(nb).stem for nb in toc_notebooks(ROOT) if Path(nb).stem[:2].isdigit()]
+    numbered = [
+        Path(nb).stem
+        for nb in toc_notebooks(ROOT)
+        if Path(nb).stem[:2].isdigit()
+    ]
     assert [Path(r.doc).name for r in rows] == numbered
     times = json.loads((ROOT / "benchmarks" / "chapters.json").read_text())
     by = {Path(r.doc).name: r for r in rows}
@@ -31,7 +37,12 @@ def test_every_page_of_every_chapter_is_counted(rows):
     assert second.number == "3.5" and second.chapter == 3
     assert second.run == times["03_real_networks_online_data"]["wall_s"]
     assert second.peak == times["03_real_networks_online_data"]["peak_mb"]
-    assert second.read > 0 and second.figures > 0 and second.claims > 0 and second.coding
+    assert (
+        second.read > 0
+        and second.figures > 0
+        and second.claims > 0
+        and second.coding
+    )
     assert "3" in second.needs
 
 
@@ -50,13 +61,18 @@ def test_the_tables_have_a_row_per_page_and_totals_that_add_up(rows):
 def test_the_plan_covers_every_page_once_and_adds_up(rows):
     weeks = cg.plan(rows)
     pages = [p.number for w in weeks for p in w.pages]
-    assert sorted(pages) == sorted(r.number for r in rows) and len(pages) == len(set(pages))
+    assert sorted(pages) == sorted(r.number for r in rows) and len(
+        pages
+    ) == len(set(pages))
     assert sum(w.read for w in weeks) == sum(r.read for r in rows)
-    assert sum(w.run for w in weeks) == pytest.approx(sum(r.run for r in rows), abs=1e-9)
+    assert sum(w.run for w in weeks) == pytest.approx(
+        sum(r.run for r in rows), abs=1e-9
+    )
     week_of_3 = [w for w in weeks if 3 in w.chapters][0]
     assert {"3", "3.5"} <= {p.number for p in week_of_3.pages}
     assert sum(m for _, m in cg.LECTURE) == cg.LECTURE_MINUTES
-    # a plan that leaves out a page, or reads a page before what it needs, is refused
+    # a plan that leaves out a page, or reads a page before what it needs, is
+    # refused
     with pytest.raises(AssertionError, match="covers pages"):
         cg.plan(rows, weeks=[w for w in cg.WEEKS if 3 not in w[1]])
     reordered = list(cg.WEEKS)
@@ -81,7 +97,11 @@ def test_the_map_has_no_overlapping_boxes_and_no_arrow_through_a_box(rows):
             if b == r.number:
                 reach[b] |= {a} | reach[a]
     for r in rows:
-        assert set(r.needs) <= reach[r.number], (r.number, r.needs, reach[r.number])
+        assert set(r.needs) <= reach[r.number], (
+            r.number,
+            r.needs,
+            reach[r.number],
+        )
     # the figure fits the page's column (about 7 inches) without being shrunk
     assert lay.width <= 6.9
 

@@ -1,8 +1,10 @@
-"""NQF.train and NQF.train_closed with record=...: M, mu, W, losses and predictions along the way.
+"""NQF.train and NQF.train_closed with record=...: M, mu, W, losses and
+predictions along the way.
 
-The recorded moments are checked against moments computed here from the recorded weights, the
-closed recursion against explicit weights (Theorem 2: two code paths), and the losses against
-the predictions by the formula of Eq. 26 written out.
+The recorded moments are checked against moments computed here from the
+recorded weights, the closed recursion against explicit weights (Theorem 2: two
+code paths), and the losses against the predictions by the formula of Eq. 26
+written out.
 """
 
 from __future__ import annotations
@@ -18,8 +20,16 @@ NAMES = ("pred", "loss", "M", "mu", "W")
 
 
 def _setup(V=None, general=True, seed=0):
-    model = random_nqf(6, 4, V=V, scale_A=0.4, scale_g=0.3 if general else 0.0, scale_B=0.2 if general else 0.0,
-                       scale_f0=0.1, seed=seed)
+    model = random_nqf(
+        6,
+        4,
+        V=V,
+        scale_A=0.4,
+        scale_g=0.3 if general else 0.0,
+        scale_B=0.2 if general else 0.0,
+        scale_f0=0.1,
+        seed=seed,
+    )
     rng = np.random.default_rng(seed + 1)
     W0 = 0.3 * rng.standard_normal((4, 5))
     y = rng.standard_normal((6,) if V is None else (6, V))
@@ -41,16 +51,23 @@ def test_record_keeps_the_plain_results(V):
         M, mu = rec.W[t] @ rec.W[t].T, rec.W[t].sum(axis=1)  # moments by hand
         np.testing.assert_allclose(rec.M[t], M, atol=1e-14)
         np.testing.assert_allclose(rec.mu[t], mu, atol=1e-14)
-        np.testing.assert_allclose(rec.pred[t], model.predict_W(rec.W[t]), atol=1e-14)
-    loss = ((rec.pred - y) ** 2).reshape(13, 6, -1).sum(axis=-1).mean(axis=1)  # Eq. 26: sum over outputs
+        np.testing.assert_allclose(
+            rec.pred[t], model.predict_W(rec.W[t]), atol=1e-14
+        )
+    loss = (
+        ((rec.pred - y) ** 2).reshape(13, 6, -1).sum(axis=-1).mean(axis=1)
+    )  # Eq. 26: sum over outputs
     np.testing.assert_allclose(rec.loss, loss, atol=1e-14)
 
 
 def test_closed_record_equals_explicit_record():
-    """Theorem 2: the closed recursion on (M, mu) follows the explicit weights step for step."""
+    """Theorem 2: the closed recursion on (M, mu) follows the explicit weights
+    step for step."""
     model, W0, y = _setup()
     rec = model.train(W0, y, 0.05, 30, record=("M", "mu", "loss"), every=7)
-    closed = model.train_closed(*moments(W0), 5, y, 0.05, 30, record=("M", "mu", "loss"), every=7)
+    closed = model.train_closed(
+        *moments(W0), 5, y, 0.05, 30, record=("M", "mu", "loss"), every=7
+    )
     np.testing.assert_array_equal(rec.steps, [0, 7, 14, 21, 28, 30])
     np.testing.assert_array_equal(closed.steps, rec.steps)
     np.testing.assert_allclose(closed.M, rec.M, atol=1e-12)
@@ -73,13 +90,25 @@ def test_a_single_name_and_zero_steps():
 @pytest.mark.parametrize(
     "kwargs, err, match",
     [
-        (dict(record="X"), ValueError, r"unknown name 'X' for train; choose from"),
+        (
+            dict(record="X"),
+            ValueError,
+            r"unknown name 'X' for train; choose from",
+        ),
         (dict(record=()), ValueError, "at least one"),
         (dict(record=[1]), TypeError, "names"),
         (dict(record=b"M"), TypeError, "record must be a name"),
         (dict(record=5), TypeError, "record must be a name"),
-        (dict(record="M", every=0), ValueError, "every must be a positive integer"),
-        (dict(record="M", every=1.5), TypeError, "every must be a positive integer"),
+        (
+            dict(record="M", every=0),
+            ValueError,
+            "every must be a positive integer",
+        ),
+        (
+            dict(record="M", every=1.5),
+            TypeError,
+            "every must be a positive integer",
+        ),
         (dict(every=2), ValueError, "every = 2 needs record"),
     ],
 )
@@ -102,11 +131,19 @@ def test_empty_weights_are_refused():
         NQF(np.zeros((2, 0, 3, 3)))
 
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @SETTINGS
-@given(st.sets(st.sampled_from(NAMES), min_size=1), st.integers(0, 12), st.integers(1, 5))
+@given(
+    st.sets(st.sampled_from(NAMES), min_size=1),
+    st.integers(0, 12),
+    st.integers(1, 5),
+)
 def test_recorded_fields_are_exactly_the_ones_asked_for(names, steps, every):
     model, W0, y = _setup(general=False, seed=3)
     rec = model.train(W0, y, 0.02, steps, record=sorted(names), every=every)

@@ -1,4 +1,5 @@
-"""Tests for nqf_lite.architectures.fourier (Section 7, Eq. 50; App. C, Eqs. 296-297).
+"""Tests for nqf_lite.expansion.models.fourier (Section 7, Eq. 50; App. C, Eqs.
+296-297).
 
 Expected values come from torch autograd, eigendecompositions, hand formulas or
 explicit logistic solutions written here, never from the function under test.
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from nqf_lite.architectures import fourier as fo
+from nqf_lite.expansion.models import fourier as fo
 
 torch.set_default_dtype(torch.float64)
 
@@ -21,13 +22,16 @@ def logistic(t, r, c, z0):
     return r * z0 / (c * z0 + (r - c * z0) * np.exp(-r * t))
 
 
-# ----------------------------------------------------------------------------- Fourier MLP
+# -----------------------------------------------------------------------------
+# Fourier MLP
 def test_fourier_features_orthonormal():
     x, psi = fo.fourier_features(64, 31)
     np.testing.assert_allclose(x, np.arange(64) / 64, rtol=0, atol=0)
     np.testing.assert_allclose(psi.T @ psi / 64, np.eye(31), atol=1e-12)
     np.testing.assert_allclose(psi.mean(axis=0), 0, atol=1e-12)
-    assert psi[5, 2] == pytest.approx(np.sqrt(2) * np.cos(2 * np.pi * 3 * 5 / 64), abs=1e-15)
+    assert psi[5, 2] == pytest.approx(
+        np.sqrt(2) * np.cos(2 * np.pi * 3 * 5 / 64), abs=1e-15
+    )
 
 
 def test_fourier_features_bad():
@@ -61,7 +65,8 @@ def test_fourier_structure_is_half_hessian(scale):
     A = fo.fourier_nqf_structure(s, psi, scale)
     for n in (0, 3, 7):
         H = torch.autograd.functional.hessian(
-            lambda w: _torch_mlp(w, s, psi[n : n + 1], scale)[0], torch.zeros(2 * P)
+            lambda w: _torch_mlp(w, s, psi[n : n + 1], scale)[0],
+            torch.zeros(2 * P),
         ).numpy()
         np.testing.assert_allclose(A[n], H / 2, atol=1e-13)
 
@@ -75,12 +80,26 @@ def test_fourier_nqf_is_trace_and_mlp_agrees_to_fourth_order():
     w = np.empty(2 * P)
     w[0::2], w[1::2] = a, W
     A = fo.fourier_nqf_structure(s, psi, 0.5)
-    np.testing.assert_allclose(fo.fourier_nqf(a, W, s, psi, 0.5), np.einsum("i,nij,j->n", w, A, w), rtol=1e-12)
     np.testing.assert_allclose(
-        fo.fourier_mlp(a, W, s, psi, 0.5), _torch_mlp(torch.tensor(w), s, psi, 0.5).numpy(), rtol=1e-12
+        fo.fourier_nqf(a, W, s, psi, 0.5),
+        np.einsum("i,nij,j->n", w, A, w),
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        fo.fourier_mlp(a, W, s, psi, 0.5),
+        _torch_mlp(torch.tensor(w), s, psi, 0.5).numpy(),
+        rtol=1e-12,
     )
     # tanh: f - NQF = O(|w|^4)
-    d = [np.max(np.abs(fo.fourier_mlp(h * a, h * W, s, psi) - fo.fourier_nqf(h * a, h * W, s, psi))) for h in (1e-2, 5e-3)]
+    d = [
+        np.max(
+            np.abs(
+                fo.fourier_mlp(h * a, h * W, s, psi)
+                - fo.fourier_nqf(h * a, h * W, s, psi)
+            )
+        )
+        for h in (1e-2, 5e-3)
+    ]
     assert d[0] / d[1] == pytest.approx(16.0, rel=1e-3)
 
 
@@ -100,7 +119,9 @@ def test_fourier_modes_from_eigendecomposition():
     r, C = fo.fourier_modes(s, b, c, scale)
     np.testing.assert_allclose(r, r_want, rtol=1e-12)
     np.testing.assert_allclose(C, np.diag(C_want), rtol=1e-12)
-    np.testing.assert_allclose(C_want - np.diag(np.diag(C_want)), 0, atol=1e-14)
+    np.testing.assert_allclose(
+        C_want - np.diag(np.diag(C_want)), 0, atol=1e-14
+    )
     # V_k = c^2 b_k^2, independent of s_k
     np.testing.assert_allclose(r**2 / (8 * C), c**2 * b**2, rtol=1e-12)
 
@@ -117,7 +138,9 @@ def test_fourier_bad_inputs():
     with pytest.raises(ValueError, match="shape"):
         fo.fourier_modes(ones, np.ones(3))
     with pytest.raises(ValueError, match="model"):
-        fo.train_fourier(ones, ones, ones, psi, np.ones(16), 0.1, 2, model="cnn")
+        fo.train_fourier(
+            ones, ones, ones, psi, np.ones(16), 0.1, 2, model="cnn"
+        )
     with pytest.raises(ValueError, match="NaN"):
         fo.fourier_mlp(ones * np.nan, ones, ones, psi)
 
@@ -128,13 +151,23 @@ def test_train_fourier_two_steps_match_autograd(model):
     _, psi = fo.fourier_features(M, P)
     s = np.arange(1, P + 1) ** -0.5
     rng = np.random.default_rng(4)
-    a0, W0, y = 0.4 * rng.normal(size=P), 0.4 * rng.normal(size=P), rng.normal(size=M)
-    t, L, (a, W) = fo.train_fourier(a0, W0, s, psi, y, lr, 2, scale=scale, model=model)
+    a0, W0, y = (
+        0.4 * rng.normal(size=P),
+        0.4 * rng.normal(size=P),
+        rng.normal(size=M),
+    )
+    t, L, (a, W) = fo.train_fourier(
+        a0, W0, s, psi, y, lr, 2, scale=scale, model=model
+    )
     w = torch.tensor(np.stack([a0, W0], 1).ravel(), requires_grad=True)
     A = torch.tensor(fo.fourier_nqf_structure(s, psi, scale))
     losses = []
     for _ in range(2):
-        f = _torch_mlp(w, s, psi, scale) if model == "mlp" else torch.einsum("i,nij,j->n", w, A, w)
+        f = (
+            _torch_mlp(w, s, psi, scale)
+            if model == "mlp"
+            else torch.einsum("i,nij,j->n", w, A, w)
+        )
         loss = ((f - torch.tensor(y)) ** 2).mean()
         losses.append(loss.item())
         (g,) = torch.autograd.grad(loss, w)
@@ -178,7 +211,10 @@ def test_train_tanh_mlp_two_steps_match_autograd():
     v = torch.tensor(v0, requires_grad=True)
     want = []
     for _ in range(2):
-        loss = ((torch.tanh(torch.outer(torch.tensor(x), u)) @ v - torch.tensor(y)) ** 2).mean()
+        loss = (
+            (torch.tanh(torch.outer(torch.tensor(x), u)) @ v - torch.tensor(y))
+            ** 2
+        ).mean()
         want.append(loss.item())
         gu, gv = torch.autograd.grad(loss, (u, v))
         u = (u - lr * gu).detach().requires_grad_(True)
@@ -188,11 +224,17 @@ def test_train_tanh_mlp_two_steps_match_autograd():
 
 def test_train_tanh_mlp_bad():
     with pytest.raises(ValueError, match="shape"):
-        fo.train_tanh_mlp(np.ones(3), np.ones(2), np.ones(4), np.ones(4), 0.1, 2)
+        fo.train_tanh_mlp(
+            np.ones(3), np.ones(2), np.ones(4), np.ones(4), 0.1, 2
+        )
     with pytest.raises(ValueError, match="shape"):
-        fo.train_tanh_mlp(np.ones(3), np.ones(3), np.ones(4), np.ones(5), 0.1, 2)
+        fo.train_tanh_mlp(
+            np.ones(3), np.ones(3), np.ones(4), np.ones(5), 0.1, 2
+        )
     with pytest.raises(TypeError, match="n_steps must be a positive integer"):
-        fo.train_tanh_mlp(np.ones(3), np.ones(3), np.ones(4), np.ones(4), 0.1, True)
+        fo.train_tanh_mlp(
+            np.ones(3), np.ones(3), np.ones(4), np.ones(4), 0.1, True
+        )
 
 
 def test_fourier_refuses_bool_str_complex():
@@ -210,25 +252,38 @@ def test_train_fourier_diverging_lr_is_an_error():
     _, psi = fo.fourier_features(16, 4)
     ones = np.ones(4)
     with pytest.raises(ValueError, match="lr"):
-        fo.train_fourier(ones, ones, ones, psi, 10 * np.ones(16), 1e3, 50, model="nqf")
+        fo.train_fourier(
+            ones, ones, ones, psi, 10 * np.ones(16), 1e3, 50, model="nqf"
+        )
 
 
 @pytest.mark.parametrize("model", ["mlp", "nqf"])
 @pytest.mark.parametrize("grid", ["fourier", "asymmetric"])
 def test_train_fourier_ensemble_is_train_fourier_run_by_run(model, grid):
-    M, P, scale, lr, n = 32, 5, 0.7, 0.4, 40  # M divisible by 4: the folded and mirrored path
+    M, P, scale, lr, n = (
+        32,
+        5,
+        0.7,
+        0.4,
+        40,
+    )  # M divisible by 4: the folded and mirrored path
     _, psi = fo.fourier_features(M, P)
     rng = np.random.default_rng(11)
     if grid == "asymmetric":  # no grid symmetry to exploit: the plain path
         psi = psi + 0.1 * rng.normal(size=psi.shape)
     s = np.arange(1, P + 1) ** -0.5
     a0, W0 = 0.5 * rng.normal(size=(2, 3, P))
-    # a symmetric target on the Fourier grid (the folded path), a random one otherwise
+    # a symmetric target on the Fourier grid (the folded path), a random one
+    # otherwise
     y = psi @ rng.normal(size=P) if grid == "fourier" else rng.normal(size=M)
-    t, L, (a, W) = fo.train_fourier_ensemble(a0, W0, s, psi, y, lr, n, scale=scale, model=model)
+    t, L, (a, W) = fo.train_fourier_ensemble(
+        a0, W0, s, psi, y, lr, n, scale=scale, model=model
+    )
     assert L.shape == (n, 3) and a.shape == W.shape == (3, P)
     for j in range(3):
-        t1, L1, (a1, W1) = fo.train_fourier(a0[j], W0[j], s, psi, y, lr, n, scale=scale, model=model)
+        t1, L1, (a1, W1) = fo.train_fourier(
+            a0[j], W0[j], s, psi, y, lr, n, scale=scale, model=model
+        )
         np.testing.assert_allclose(L[:, j], L1, rtol=1e-11)
         np.testing.assert_allclose(a[j], a1, rtol=1e-11, atol=1e-14)
         np.testing.assert_allclose(W[j], W1, rtol=1e-11, atol=1e-14)
@@ -239,15 +294,28 @@ def test_grid_folds_use_the_symmetries_only_where_they_hold():
     _, psi = fo.fourier_features(64, 6)
     y = fo.fourier_target(psi, np.ones(6))
     keep, w, q = fo._grid_folds(psi, y)
-    assert keep.size == 33 and q == 17 and w.sum() == pytest.approx(1.0, abs=1e-15)
+    assert (
+        keep.size == 33
+        and q == 17
+        and w.sum() == pytest.approx(1.0, abs=1e-15)
+    )
     # an asymmetric target (a sine) keeps every point
     y_sin = np.sin(2 * np.pi * np.arange(64) / 64)
-    assert fo._grid_folds(psi, y_sin)[0].size == 64 and fo._grid_folds(psi, y_sin)[2] == 0
-    _, psi_30 = fo.fourier_features(30, 6)  # M even but not divisible by 4: folded, no mirror
+    assert (
+        fo._grid_folds(psi, y_sin)[0].size == 64
+        and fo._grid_folds(psi, y_sin)[2] == 0
+    )
+    _, psi_30 = fo.fourier_features(
+        30, 6
+    )  # M even but not divisible by 4: folded, no mirror
     keep, _, q = fo._grid_folds(psi_30, fo.fourier_target(psi_30, np.ones(6)))
     assert keep.size == 16 and q == 0
-    keep, w, q = fo._grid_folds(psi[::-1][:40], y[:40])  # an arbitrary point set: nothing folded
-    assert keep.size == 40 and q == 0 and w.sum() == pytest.approx(1.0, abs=1e-15)
+    keep, w, q = fo._grid_folds(
+        psi[::-1][:40], y[:40]
+    )  # an arbitrary point set: nothing folded
+    assert (
+        keep.size == 40 and q == 0 and w.sum() == pytest.approx(1.0, abs=1e-15)
+    )
 
 
 def test_train_fourier_ensemble_bad_inputs():
@@ -256,10 +324,27 @@ def test_train_fourier_ensemble_bad_inputs():
     with pytest.raises(ValueError, match="a0"):
         fo.train_fourier_ensemble(ones, ones, ones, psi, np.ones(16), 0.1, 2)
     with pytest.raises(ValueError, match="W0"):
-        fo.train_fourier_ensemble(np.ones((2, 4)), np.ones((3, 4)), ones, psi, np.ones(16), 0.1, 2)
+        fo.train_fourier_ensemble(
+            np.ones((2, 4)), np.ones((3, 4)), ones, psi, np.ones(16), 0.1, 2
+        )
     with pytest.raises(ValueError, match="model"):
-        fo.train_fourier_ensemble(np.ones((2, 4)), np.ones((2, 4)), ones, psi, np.ones(16), 0.1, 2,
-                                  model="cnn")
+        fo.train_fourier_ensemble(
+            np.ones((2, 4)),
+            np.ones((2, 4)),
+            ones,
+            psi,
+            np.ones(16),
+            0.1,
+            2,
+            model="cnn",
+        )
     with pytest.raises(ValueError, match="diverged"):
-        fo.train_fourier_ensemble(np.ones((2, 4)), np.ones((2, 4)), ones, psi, 1e3 * np.ones(16), 50.0,
-                                  200)
+        fo.train_fourier_ensemble(
+            np.ones((2, 4)),
+            np.ones((2, 4)),
+            ones,
+            psi,
+            1e3 * np.ones(16),
+            50.0,
+            200,
+        )

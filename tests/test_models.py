@@ -1,6 +1,7 @@
-"""The six expansion models of Props. 1-6 as registered objects, and the helpers that moved home.
+"""The six expansion models of Props. 1-6 as registered objects, and the
+helpers that moved home.
 
-Every model must honour the contract of :mod:`nqf_lite.architectures.base`:
+Every model must honour the contract of :mod:`nqf_lite.expansion.models.base`:
 ``structure(x).A`` equals the autograd ``A`` of :func:`nqf_lite.expand`, and
 ``native(εW)`` minus the form falls like ``ε^remainder`` (Theorem 1).
 """
@@ -14,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-import nqf_lite.architectures as ar
+import nqf_lite.expansion.models as ar
 from nqf_lite import NQF, expand, moments, ntk_from_moments, random_nqf
-from nqf_lite.form import frame_orthogonal_to_ones
-from nqf_lite.scaling import fit_loglog_slope
-from nqf_lite.train import descend
+from nqf_lite.expansion.form import frame_orthogonal_to_ones
+from nqf_lite.dynamics.scaling import fit_loglog_slope
+from nqf_lite.experiments.train import descend
 
 MINE = {
     "mlp": "Prop. 1",
@@ -32,7 +33,8 @@ EPS = np.logspace(-2.5, -1.0, 7)
 
 
 def _form(s: ar.Structure, W: np.ndarray, eps: float) -> float:
-    """``f0 + ε gᵀμ + ε² (μᵀBμ + Tr[M A])`` at ``εW``, written out independently of NQF."""
+    """``f0 + ε gᵀμ + ε² (μᵀBμ + Tr[M A])`` at ``εW``, written out
+    independently of NQF."""
     M, mu = W @ W.T, W.sum(axis=1)
     g = 0.0 if s.g is None else float(s.g @ mu)
     B = 0.0 if s.B is None else float(mu @ s.B @ mu)
@@ -41,7 +43,7 @@ def _form(s: ar.Structure, W: np.ndarray, eps: float) -> float:
 
 def test_every_submodule_is_imported_and_registers():
     for info in pkgutil.iter_modules(ar.__path__):
-        assert f"nqf_lite.architectures.{info.name}" in sys.modules
+        assert f"nqf_lite.expansion.models.{info.name}" in sys.modules
     assert set(MINE) <= set(ar.MODELS)
     with pytest.raises(ValueError, match="already registered"):
         ar.register(ar.TwoLayerMLP())
@@ -51,7 +53,11 @@ def test_every_submodule_is_imported_and_registers():
 def test_model_metadata(name):
     model = ar.MODELS[name]
     assert model.name == name and model.title and MINE[name] in model.reference
-    assert model.exact is False and model.remainder == 4 and model.neurons == "columns"
+    assert (
+        model.exact is False
+        and model.remainder == 4
+        and model.neurons == "columns"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(MINE))
@@ -74,7 +80,9 @@ def test_remainder_falls_with_the_predicted_power(name, seed):
     W, x = model.sample(np.random.default_rng(seed))
     s = model.structure(x)
     with torch.no_grad():
-        err = [abs(float(model.native(e * W, x)) - _form(s, W, e)) for e in EPS]
+        err = [
+            abs(float(model.native(e * W, x)) - _form(s, W, e)) for e in EPS
+        ]
     slope = fit_loglog_slope(EPS, np.array(err), (EPS[0], EPS[-1])).slope
     assert abs(slope - model.remainder) < 0.15
 
@@ -89,24 +97,33 @@ def test_twin_is_the_stacked_structure(name):
     M, mu = moments(W)
     for n, (_, x) in enumerate(draws):
         s = model.structure(x)
-        assert twin.predict(M, mu)[n] == pytest.approx(_form(s, W, 1.0), abs=1e-14)
-        assert twin.predict(M, mu)[n] == pytest.approx(float(model.native(W, x)), abs=1e-9)
+        assert twin.predict(M, mu)[n] == pytest.approx(
+            _form(s, W, 1.0), abs=1e-14
+        )
+        assert twin.predict(M, mu)[n] == pytest.approx(
+            float(model.native(W, x)), abs=1e-9
+        )
 
 
 def test_torch_network_twins_equal_the_registered_closed_forms():
-    """The batched networks' twin forwards are the closed forms A_mlp and A_cnn."""
+    """The batched networks' twin forwards are the closed forms A_mlp and
+    A_cnn."""
     gen = torch.Generator().manual_seed(2)
     net = ar.TanhMLP(3, 4, V=1, sigma=0.5, seed=1)
     xs = torch.randn(5, 3, generator=gen)
     model = ar.TwoLayerMLP(k=3)
     want = model.twin(list(xs.numpy())).predict_W(net.units().numpy())
-    assert np.max(np.abs(net.twin()(xs).detach().numpy()[:, 0] - want)) <= 1e-12
+    assert (
+        np.max(np.abs(net.twin()(xs).detach().numpy()[:, 0] - want)) <= 1e-12
+    )
 
     cnn = ar.TanhCNN((3, 4), (2, 2), channels=3, V=1, sigma=0.5, seed=1)
     imgs = torch.randn(4, 3, 4, generator=gen)
     cmodel = ar.SingleLayerCNN(image=(3, 4), kernel=(2, 2))
     want = cmodel.twin(list(imgs.numpy())).predict_W(cnn.units().numpy())
-    assert np.max(np.abs(cnn.twin()(imgs).detach().numpy()[:, 0] - want)) <= 1e-12
+    assert (
+        np.max(np.abs(cnn.twin()(imgs).detach().numpy()[:, 0] - want)) <= 1e-12
+    )
 
 
 def test_twin_of_a_twin_is_refused():
@@ -120,18 +137,29 @@ def test_mlp_model_rejects_nonzero_phi0():
         ar.TwoLayerMLP(act="sigmoid")
 
 
-# ------------------------------------------------------------------ form.py helpers
+# ------------------------------------------------------------------ form.py
+# helpers
 @pytest.mark.parametrize("general", [False, True])
 def test_ntk_from_moments_equals_autograd_kernel(general):
-    model = random_nqf(6, 4, scale_g=0.7 * general, scale_B=0.5 * general, seed=3)
+    model = random_nqf(
+        6, 4, scale_g=0.7 * general, scale_B=0.5 * general, seed=3
+    )
     W = np.random.default_rng(1).standard_normal((4, 9))
     A, B, g = (torch.tensor(a) for a in (model.A, model.B, model.g))
 
     def f(Wt):
         mu = Wt.sum(dim=1)
-        return g @ mu + torch.einsum("nij,i,j->n", B, mu, mu) + torch.einsum("nij,ik,jk->n", A, Wt, Wt)
+        return (
+            g @ mu
+            + torch.einsum("nij,i,j->n", B, mu, mu)
+            + torch.einsum("nij,ik,jk->n", A, Wt, Wt)
+        )
 
-    J = torch.autograd.functional.jacobian(f, torch.tensor(W)).reshape(model.m, -1).numpy()
+    J = (
+        torch.autograd.functional.jacobian(f, torch.tensor(W))
+        .reshape(model.m, -1)
+        .numpy()
+    )
     theta = ntk_from_moments(model, *moments(W), 9)
     assert np.max(np.abs(theta - J @ J.T)) <= 1e-12 * np.max(np.abs(J @ J.T))
 
@@ -141,7 +169,9 @@ def test_ntk_from_moments_bad_input():
     with pytest.raises(TypeError, match="nqf must be an NQF"):
         ntk_from_moments("x", np.eye(2), np.zeros(2), 3)
     with pytest.raises(ValueError, match="scalar output"):
-        ntk_from_moments(random_nqf(3, 2, V=2, seed=0), np.eye(2), np.zeros(2), 3)
+        ntk_from_moments(
+            random_nqf(3, 2, V=2, seed=0), np.eye(2), np.zeros(2), 3
+        )
     with pytest.raises(ValueError, match="M must have shape"):
         ntk_from_moments(model, np.eye(3), np.zeros(2), 3)
     with pytest.raises(TypeError, match="d must be a positive integer"):
@@ -159,7 +189,8 @@ def test_frame_orthogonal_to_ones(rng):
 
 
 def test_rotation_in_the_frame_keeps_the_moments():
-    """``W O`` with ``O = 11ᵀ/d + F R Fᵀ`` has the moments of ``W`` (Theorem 2's symmetry)."""
+    """``W O`` with ``O = 11ᵀ/d + F R Fᵀ`` has the moments of ``W`` (Theorem
+    2's symmetry)."""
     rng = np.random.default_rng(8)
     d = 7
     F = frame_orthogonal_to_ones(d, rng)
@@ -171,20 +202,32 @@ def test_rotation_in_the_frame_keeps_the_moments():
     assert np.max(np.abs(O - np.eye(d))) > 0.1  # not the identity
 
 
-# ------------------------------------------------------------------ train.descend
+# ------------------------------------------------------------------
+# train.descend
 def test_descend_gd_on_a_quadratic_has_the_closed_form():
     T = np.array([[1.0, -2.0], [0.5, 3.0]])
     W0 = np.zeros((2, 2))
     seen = []
-    W = descend(W0, lambda W: 0.5 * ((W - torch.tensor(T)) ** 2).sum(), 0.1, 20,
-                callback=lambda t, W: seen.append(t))
+    W = descend(
+        W0,
+        lambda W: 0.5 * ((W - torch.tensor(T)) ** 2).sum(),
+        0.1,
+        20,
+        callback=lambda t, W: seen.append(t),
+    )
     assert np.allclose(W, T + 0.9**20 * (W0 - T), atol=1e-14)
     assert seen == list(range(1, 21)) and np.all(W0 == 0)
 
 
 def test_descend_momentum_is_the_heavy_ball_recursion():
     T = np.array([2.0, -1.0])
-    W = descend(np.zeros(2), lambda W: 0.5 * ((W - torch.tensor(T)) ** 2).sum(), 0.05, 15, name="momentum")
+    W = descend(
+        np.zeros(2),
+        lambda W: 0.5 * ((W - torch.tensor(T)) ** 2).sum(),
+        0.05,
+        15,
+        name="momentum",
+    )
     w, buf = np.zeros(2), np.zeros(2)
     for t in range(15):
         grad = w - T
@@ -206,33 +249,54 @@ def test_descend_bad_input_and_divergence():
 
 
 def test_descend_reports_divergence_on_the_last_step():
-    """One step whose update is finite but whose loss at the new weights is not, and one whose update overflows."""
-    with pytest.raises(FloatingPointError, match=r"at step 1 \(the last\) \(non-finite loss"):
-        descend(np.zeros(1), lambda W: -torch.exp(W).sum(), 1000.0, 1)  # W: 0 -> 1000, loss -e^1000
-    with pytest.raises(FloatingPointError, match="at step 1 .*non-finite weights"):
-        descend(np.full(1, 1e308), lambda W: -W.sum(), 1e308, 1)  # loss -1e308, then W = inf
-    W = descend(np.zeros(1), lambda W: -torch.exp(W).sum(), 1.0, 1)  # a finite last step passes
+    """One step whose update is finite but whose loss at the new weights is
+    not, and one whose update overflows."""
+    with pytest.raises(
+        FloatingPointError, match=r"at step 1 \(the last\) \(non-finite loss"
+    ):
+        descend(
+            np.zeros(1), lambda W: -torch.exp(W).sum(), 1000.0, 1
+        )  # W: 0 -> 1000, loss -e^1000
+    with pytest.raises(
+        FloatingPointError, match="at step 1 .*non-finite weights"
+    ):
+        descend(
+            np.full(1, 1e308), lambda W: -W.sum(), 1e308, 1
+        )  # loss -1e308, then W = inf
+    W = descend(
+        np.zeros(1), lambda W: -torch.exp(W).sum(), 1.0, 1
+    )  # a finite last step passes
     assert W == pytest.approx([1.0])
 
 
 def test_descend_refuses_inputs_that_are_not_real_weights_and_losses():
     loss = lambda W: (W**2).sum()  # noqa: E731
-    with pytest.raises(TypeError, match="W must be a real numeric array, got a complex array"):
+    with pytest.raises(
+        TypeError, match="W must be a real numeric array, got a complex array"
+    ):
         descend(np.ones(2) + 1j, loss, 0.1, 3)
-    with pytest.raises(TypeError, match="W must be a real numeric array, got a bool array"):
+    with pytest.raises(
+        TypeError, match="W must be a real numeric array, got a bool array"
+    ):
         descend(np.ones(2, dtype=bool), loss, 0.1, 3)
     with pytest.raises(ValueError, match="W contains NaN"):
         descend(np.array([1.0, np.nan]), loss, 0.1, 3)
     with pytest.raises(ValueError, match="W must hold at least one weight"):
         descend(np.zeros(0), loss, 0.1, 3)
-    with pytest.raises(TypeError, match=r"loss\(W\) must return a real scalar tensor, got float"):
+    with pytest.raises(
+        TypeError,
+        match=r"loss\(W\) must return a real scalar tensor, got float",
+    ):
         descend(np.ones(2), lambda W: 1.0, 0.1, 3)
-    with pytest.raises(TypeError, match=r"loss\(W\) must return a real scalar tensor, got a torch.float64 tensor of shape \(2,\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"loss\(W\) must return a real scalar tensor, got a torch.float64 tensor of shape \(2,\)",
+    ):
         descend(np.ones(2), lambda W: W**2, 0.1, 3)
     with pytest.raises(TypeError, match=r"lr must be a positive number"):
         descend(np.ones(2), loss, True, 3)
 
 
 def test_nqf_is_importable_from_its_one_home():
-    assert NQF.__module__ == "nqf_lite.form"
-    assert expand.__module__ == "nqf_lite.expansion"
+    assert NQF.__module__ == "nqf_lite.expansion.form"
+    assert expand.__module__ == "nqf_lite.expansion.autograd"

@@ -1,4 +1,5 @@
-"""Tests for nqf_lite.momentum: heavy-ball closure and the Adam counter-example."""
+"""Tests for nqf_lite.dynamics.momentum: heavy-ball closure and the Adam
+counter-example."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from nqf_lite import NQF, realize_moments
-from nqf_lite.momentum import (
+from nqf_lite.dynamics.momentum import (
     AdamState,
     MomentumState,
     adam_step,
@@ -21,8 +22,11 @@ def _sym(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return (X + np.swapaxes(X, -1, -2)) / 2
 
 
-def _general_nqf(rng: np.random.Generator, m: int = 6, p: int = 5, V: int | None = None) -> NQF:
-    """An NQF with g, B != 0 (not ZGZ), scaled so that training stays bounded."""
+def _general_nqf(
+    rng: np.random.Generator, m: int = 6, p: int = 5, V: int | None = None
+) -> NQF:
+    """An NQF with g, B != 0 (not ZGZ), scaled so that training stays
+    bounded."""
     lead = (m,) if V is None else (m, V)
     A = 0.3 * _sym(rng, *lead, p, p)
     B = 0.05 * _sym(rng, *lead, p, p)
@@ -35,18 +39,27 @@ def _zgz_nqf(rng: np.random.Generator, m: int = 6, p: int = 5) -> NQF:
     return NQF(0.5 * _sym(rng, m, p, p))
 
 
-def _torch_nqf_loss(model: NQF, W: torch.Tensor, y: torch.Tensor, batch: np.ndarray) -> torch.Tensor:
+def _torch_nqf_loss(
+    model: NQF, W: torch.Tensor, y: torch.Tensor, batch: np.ndarray
+) -> torch.Tensor:
     """Eq. 20 and the batch-mean squared loss, written directly in torch."""
     A = torch.as_tensor(model.A[batch])
     B = torch.as_tensor(model.B[batch])
     g = torch.as_tensor(model.g[batch])
     f0 = torch.as_tensor(model.f0[batch])
     mu = W.sum(dim=1)
-    f = f0 + g @ mu + torch.einsum("nij,i,j->n", B, mu, mu) + torch.einsum("nij,ik,jk->n", A, W, W)
+    f = (
+        f0
+        + g @ mu
+        + torch.einsum("nij,i,j->n", B, mu, mu)
+        + torch.einsum("nij,ik,jk->n", A, W, W)
+    )
     return ((f - y[batch]) ** 2).mean()
 
 
-def _batches(rng: np.random.Generator, m: int, size: int, steps: int) -> list[np.ndarray]:
+def _batches(
+    rng: np.random.Generator, m: int, size: int, steps: int
+) -> list[np.ndarray]:
     return [rng.choice(m, size=size, replace=False) for _ in range(steps)]
 
 
@@ -55,7 +68,9 @@ def _batches(rng: np.random.Generator, m: int, size: int, steps: int) -> list[np
 # ----------------------------------------------------------------------------
 @pytest.mark.parametrize("V", [None, 3])
 @pytest.mark.parametrize("weight_decay", [0.0, 0.05])
-def test_closed_state_matches_explicit_minibatch(V: int | None, weight_decay: float) -> None:
+def test_closed_state_matches_explicit_minibatch(
+    V: int | None, weight_decay: float
+) -> None:
     rng = np.random.default_rng(0)
     model = _general_nqf(rng, V=V)
     d = 9
@@ -65,11 +80,25 @@ def test_closed_state_matches_explicit_minibatch(V: int | None, weight_decay: fl
     state = MomentumState.at_rest(W @ W.T, W.sum(axis=1))
     worst = 0.0
     for batch in _batches(rng, model.m, 3, 300):
-        W, Vel = heavy_ball_step(model, W, Vel, y, 0.02, 0.9, batch=batch, weight_decay=weight_decay)
-        state = heavy_ball_closed_step(model, state, d, y, 0.02, 0.9, batch=batch, weight_decay=weight_decay)
+        W, Vel = heavy_ball_step(
+            model, W, Vel, y, 0.02, 0.9, batch=batch, weight_decay=weight_decay
+        )
+        state = heavy_ball_closed_step(
+            model,
+            state,
+            d,
+            y,
+            0.02,
+            0.9,
+            batch=batch,
+            weight_decay=weight_decay,
+        )
         ref = MomentumState.from_W(W, Vel)
         for name in ("M", "mu", "S", "N", "nu"):
-            worst = max(worst, np.max(np.abs(getattr(state, name) - getattr(ref, name))))
+            worst = max(
+                worst,
+                np.max(np.abs(getattr(state, name) - getattr(ref, name))),
+            )
     assert np.max(np.abs(W)) > 0.05  # the run moved somewhere non-trivial
     assert worst <= 1e-10
 
@@ -104,7 +133,9 @@ def test_explicit_step_is_torch_sgd_momentum() -> None:
         opt.zero_grad()
         _torch_nqf_loss(model, Wt, yt, batch).backward()
         opt.step()
-        W, Vel = heavy_ball_step(model, W, Vel, y, lr, beta, batch=batch, weight_decay=wd)
+        W, Vel = heavy_ball_step(
+            model, W, Vel, y, lr, beta, batch=batch, weight_decay=wd
+        )
     assert np.max(np.abs(W - Wt.detach().numpy())) <= 1e-12
 
 
@@ -120,12 +151,15 @@ def test_zgz_widths_agree_under_momentum() -> None:
     for batch in _batches(rng, model.m, 2, 200):
         Wa, Va = heavy_ball_step(model, Wa, Va, y, 0.02, 0.9, batch=batch)
         Wb, Vb = heavy_ball_step(model, Wb, Vb, y, 0.02, 0.9, batch=batch)
-        worst = max(worst, np.max(np.abs(model.predict_W(Wa) - model.predict_W(Wb))))
+        worst = max(
+            worst, np.max(np.abs(model.predict_W(Wa) - model.predict_W(Wb)))
+        )
     assert worst <= 1e-10
 
 
 def test_general_widths_differ_under_momentum() -> None:
-    """With g != 0 the width enters through d v: same (M, mu), different d, different paths."""
+    """With g != 0 the width enters through d v: same (M, mu), different d,
+    different paths."""
     rng = np.random.default_rng(5)
     model = _general_nqf(rng)
     Wa = 0.2 * rng.standard_normal((model.p, 7))
@@ -135,7 +169,10 @@ def test_general_widths_differ_under_momentum() -> None:
     for _ in range(50):
         sa = heavy_ball_closed_step(model, sa, 7, y, 0.02, 0.9)
         sb = heavy_ball_closed_step(model, sb, 40, y, 0.02, 0.9)
-    assert np.max(np.abs(model.predict(sa.M, sa.mu) - model.predict(sb.M, sb.mu))) >= 1e-2
+    assert (
+        np.max(np.abs(model.predict(sa.M, sa.mu) - model.predict(sb.M, sb.mu)))
+        >= 1e-2
+    )
 
 
 def test_state_constructors() -> None:
@@ -144,8 +181,14 @@ def test_state_constructors() -> None:
     Vel = rng.standard_normal((4, 5))
     s = MomentumState.from_W(W, Vel)
     assert s.p == 4
-    assert np.allclose(s.S, sum(np.outer(W[:, i], Vel[:, i]) for i in range(5)), atol=1e-13)
-    assert np.allclose(s.nu, Vel[:, 0] + Vel[:, 1] + Vel[:, 2] + Vel[:, 3] + Vel[:, 4], atol=1e-13)
+    assert np.allclose(
+        s.S, sum(np.outer(W[:, i], Vel[:, i]) for i in range(5)), atol=1e-13
+    )
+    assert np.allclose(
+        s.nu,
+        Vel[:, 0] + Vel[:, 1] + Vel[:, 2] + Vel[:, 3] + Vel[:, 4],
+        atol=1e-13,
+    )
     rest = MomentumState.at_rest(s.M, s.mu)
     assert not rest.S.any() and not rest.N.any() and not rest.nu.any()
 
@@ -268,7 +311,9 @@ def test_bad_shapes_and_types(setup) -> None:
         adam_step(model, W, AdamState.zeros_like(W), y, 0.1, eps=0.0)
 
 
-@pytest.mark.parametrize("bad, name", [(True, "lr"), ("0.1", "lr"), (0.1 + 0j, "lr")])
+@pytest.mark.parametrize(
+    "bad, name", [(True, "lr"), ("0.1", "lr"), (0.1 + 0j, "lr")]
+)
 def test_heavy_ball_refuses_bool_str_complex_lr(bad, name):
     rng = np.random.default_rng(0)
     A = _sym(rng, 3, 2, 2)
@@ -284,4 +329,11 @@ def test_momentum_state_refuses_complex_moments():
     with pytest.raises(TypeError, match=r"\bW\b"):
         AdamState.zeros_like(np.ones((2, 2), dtype=complex))
     with pytest.raises(TypeError, match="beta"):
-        heavy_ball_step(NQF(np.ones((1, 1, 1))), np.ones((1, 1)), np.zeros((1, 1)), [1.0], 0.1, True)
+        heavy_ball_step(
+            NQF(np.ones((1, 1, 1))),
+            np.ones((1, 1)),
+            np.zeros((1, 1)),
+            [1.0],
+            0.1,
+            True,
+        )

@@ -1,9 +1,11 @@
-"""Property-based tests (hypothesis) of the core: closure (Thm 2), compression (Thm 3), expand (Thm 1).
+"""Property-based tests (hypothesis) of the core: closure (Thm 2), compression
+(Thm 3), expand (Thm 1).
 
-The examples are reproducible (the derandomised "book" profile of ``tests/conftest.py``).
-Each property compares two computations that share no code path: two widths, the
-closed recursion against explicit weights, a compressed twin against the full model,
-autograd against finite differences, a vector model against its scalar outputs.
+The examples are reproducible (the derandomised "book" profile of
+``tests/conftest.py``). Each property compares two computations that share no
+code path: two widths, the closed recursion against explicit weights, a
+compressed twin against the full model, autograd against finite differences, a
+vector model against its scalar outputs.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nqf_lite import NQF, compress, expand, k_V, moments, realize_moments
-from nqf_lite.form import check_realizable
+from nqf_lite.expansion.form import check_realizable
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 seeds = st.integers(0, 2**32 - 1)
 outputs = st.sampled_from([None, 1, 3])
@@ -32,19 +38,32 @@ def _model(rng, m, p, V, general, scale=0.2):
     A = _sym(rng, lead + (p, p), scale)
     if not general:
         return NQF(A)
-    return NQF(A, g=scale * rng.standard_normal(lead + (p,)), B=_sym(rng, lead + (p, p), scale / 2),
-               f0=rng.standard_normal(lead))
+    return NQF(
+        A,
+        g=scale * rng.standard_normal(lead + (p,)),
+        B=_sym(rng, lead + (p, p), scale / 2),
+        f0=rng.standard_normal(lead),
+    )
 
 
 def _labels(rng, m, V):
     return rng.standard_normal((m,) if V is None else (m, V))
 
 
-# ------------------------------------------------------------------------------ Theorem 2
+# ------------------------------------------------------------------------------
+# Theorem 2
 @SETTINGS
-@given(seeds, st.integers(1, 5), st.integers(1, 6), st.integers(1, 8), outputs, st.integers(1, 30))
+@given(
+    seeds,
+    st.integers(1, 5),
+    st.integers(1, 6),
+    st.integers(1, 8),
+    outputs,
+    st.integers(1, 30),
+)
 def test_closure_across_widths(seed, p, d1, extra, V, steps):
-    """Two realisations of the same (M, mu) at widths d1 and d1 + extra predict alike after k steps (ZGZ)."""
+    """Two realisations of the same (M, mu) at widths d1 and d1 + extra predict
+    alike after k steps (ZGZ)."""
     rng = np.random.default_rng(seed)
     m = 5
     model = _model(rng, m, p, V, general=False)
@@ -53,14 +72,24 @@ def test_closure_across_widths(seed, p, d1, extra, V, steps):
     Wb = realize_moments(*moments(Wa), d1 + extra, rng=rng)
     for t in range(steps):
         batch = rng.choice(m, 2, replace=False) if t % 2 else None
-        Wa, Wb = model.gd_step(Wa, y, 0.05, batch=batch), model.gd_step(Wb, y, 0.05, batch=batch)
+        Wa, Wb = (
+            model.gd_step(Wa, y, 0.05, batch=batch),
+            model.gd_step(Wb, y, 0.05, batch=batch),
+        )
     fa, fb = model.predict_W(Wa), model.predict_W(Wb)
     assert np.max(np.abs(fa - fb)) <= 1e-10 * (1 + np.max(np.abs(fa)))
 
 
 @SETTINGS
-@given(seeds, st.integers(1, 5), st.integers(1, 8), outputs, st.booleans(), st.integers(1, 30),
-       st.sampled_from([0.0, 0.05]))
+@given(
+    seeds,
+    st.integers(1, 5),
+    st.integers(1, 8),
+    outputs,
+    st.booleans(),
+    st.integers(1, 30),
+    st.sampled_from([0.0, 0.05]),
+)
 def test_closed_step_equals_gd_step(seed, p, d, V, general, steps, wd):
     rng = np.random.default_rng(seed)
     m = 6
@@ -68,10 +97,15 @@ def test_closed_step_equals_gd_step(seed, p, d, V, general, steps, wd):
     y = _labels(rng, m, V)
     W = 0.3 * rng.standard_normal((p, d))
     M, mu = moments(W)
-    batches = [rng.choice(m, 3, replace=False) if t % 3 else None for t in range(steps)]
+    batches = [
+        rng.choice(m, 3, replace=False) if t % 3 else None
+        for t in range(steps)
+    ]
     for batch in batches:
         W = model.gd_step(W, y, 0.03, batch=batch, weight_decay=wd)
-        M, mu = model.closed_step(M, mu, d, y, 0.03, batch=batch, weight_decay=wd)
+        M, mu = model.closed_step(
+            M, mu, d, y, 0.03, batch=batch, weight_decay=wd
+        )
     scale = 1 + np.max(np.abs(W)) ** 2
     assert np.max(np.abs(M - W @ W.T)) <= 1e-11 * scale
     assert np.max(np.abs(mu - W.sum(1))) <= 1e-11 * scale
@@ -82,26 +116,42 @@ def test_closed_step_equals_gd_step(seed, p, d, V, general, steps, wd):
 @SETTINGS
 @given(seeds, st.integers(2, 5), st.integers(1, 6))
 def test_realisable_exactly_at_the_widths_that_hold_the_moments(seed, p, d):
-    """Moments of a generic (p, d) layer are realisable at width d and above; below, only if d > p + 1."""
+    """Moments of a generic (p, d) layer are realisable at width d and above;
+    below, only if d > p + 1."""
     rng = np.random.default_rng(seed)
     W = rng.standard_normal((p, d))
     M, mu = moments(W)
     for width in (d, d + 1, 3 * d + 5):
         check_realizable(M, mu, width)
-    if d >= 2 and d - 1 <= p:  # rank(M - mu mu^T/(d-1)) = d > d - 2: not realisable at width d - 1
+    if (
+        d >= 2 and d - 1 <= p
+    ):  # rank(M - mu mu^T/(d-1)) = d > d - 2: not realisable at width d - 1
         try:
             check_realizable(M, mu, d - 1)
         except ValueError as exc:
             assert "not realisable" in str(exc)
         else:
-            raise AssertionError(f"moments of width {d} accepted at width {d - 1}")
+            raise AssertionError(
+                f"moments of width {d} accepted at width {d - 1}"
+            )
 
 
-# ------------------------------------------------------------------------------ Theorem 3
+# ------------------------------------------------------------------------------
+# Theorem 3
 @SETTINGS
-@given(seeds, st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(0, 2), outputs)
-def test_compression_with_g_A_B_in_different_subspaces(seed, kg, kA, kB, shared, V):
-    """g, A and B each live in their own random subspace (sharing ``shared`` directions with A)."""
+@given(
+    seeds,
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(0, 2),
+    outputs,
+)
+def test_compression_with_g_A_B_in_different_subspaces(
+    seed, kg, kA, kB, shared, V
+):
+    """g, A and B each live in their own random subspace (sharing ``shared``
+    directions with A)."""
     rng = np.random.default_rng(seed)
     p, m = 10, 6
     lead = (m,) if V is None else (m, V)
@@ -109,14 +159,24 @@ def test_compression_with_g_A_B_in_different_subspaces(seed, kg, kA, kB, shared,
     cols_A = list(range(kA))
     shared = min(shared, kA)
     cols_g = cols_A[:shared] + list(range(kA, kA + kg))
-    cols_B = cols_A[kA - shared:] + list(range(kA + kg, kA + kg + kB))
+    cols_B = cols_A[kA - shared :] + list(range(kA + kg, kA + kg + kB))
 
     def sym_in(cols, scale):
         Z = rng.standard_normal(lead + (len(cols), len(cols)))
-        return scale * np.einsum("ia,...ab,jb->...ij", Q[:, cols], Z + np.swapaxes(Z, -1, -2), Q[:, cols])
+        return scale * np.einsum(
+            "ia,...ab,jb->...ij",
+            Q[:, cols],
+            Z + np.swapaxes(Z, -1, -2),
+            Q[:, cols],
+        )
 
     g = 0.1 * rng.standard_normal(lead + (len(cols_g),)) @ Q[:, cols_g].T
-    model = NQF(sym_in(cols_A, 0.1), g=g, B=sym_in(cols_B, 0.05), f0=rng.standard_normal(lead))
+    model = NQF(
+        sym_in(cols_A, 0.1),
+        g=g,
+        B=sym_in(cols_B, 0.05),
+        f0=rng.standard_normal(lead),
+    )
     k = len(set(cols_A) | set(cols_g) | set(cols_B))
     assert k_V(model) == k
     d, lr = k + 6, 0.02
@@ -126,16 +186,22 @@ def test_compression_with_g_A_B_in_different_subspaces(seed, kg, kA, kB, shared,
     assert Ws.shape == (p, k + 1)
     for t in range(25):
         batch = rng.choice(m, 3, replace=False) if t % 2 else None
-        W, Ws = model.gd_step(W, y, lr, batch=batch), small.gd_step(Ws, y, lr_s, batch=batch)
+        W, Ws = (
+            model.gd_step(W, y, lr, batch=batch),
+            small.gd_step(Ws, y, lr_s, batch=batch),
+        )
     f, fs = model.predict_W(W), small.predict_W(Ws)
     assert np.max(np.abs(f - fs)) <= 1e-10 * (1 + np.max(np.abs(f)))
 
 
-# ------------------------------------------------------------------------------ Theorem 1
+# ------------------------------------------------------------------------------
+# Theorem 1
 def _random_module(seed: int, p: int, n_units: int):
-    """A random smooth S_d-symmetric module: per-neuron polynomial and tanh units plus a smooth function of mu.
+    """A random smooth S_d-symmetric module: per-neuron polynomial and tanh
+    units plus a smooth function of mu.
 
-    f(W) = sum_i [ sum_u a_u tanh(b_u . w_i + c_u x) + (w_i . e)^2 (w_i . e') + q (w_i . e)^2 ]
+    f(W) = sum_i [ sum_u a_u tanh(b_u . w_i + c_u x) + (w_i . e)^2 (w_i . e') +
+    q (w_i . e)^2 ]
            + s sin(mu . h + x) + r (mu . h)^2
     """
     gen = np.random.default_rng(seed)
@@ -147,7 +213,11 @@ def _random_module(seed: int, p: int, n_units: int):
 
     def f(W, x):
         pre = b @ W + (c_t * x)[:, None]  # (units, d)
-        per = (a_t[:, None] * torch.tanh(pre)).sum(0) + (e @ W) ** 2 * (e2 @ W) + q * (e @ W) ** 2
+        per = (
+            (a_t[:, None] * torch.tanh(pre)).sum(0)
+            + (e @ W) ** 2 * (e2 @ W)
+            + q * (e @ W) ** 2
+        )
         mu = W.sum(1)
         return per.sum() + s * torch.sin(mu @ h + x) + r * (mu @ h) ** 2
 
@@ -159,11 +229,20 @@ def _fd_hessian(F, n, h=1e-4):
     E = np.eye(n) * h
     for i in range(n):
         for j in range(i, n):
-            H[i, j] = H[j, i] = (F(E[i] + E[j]) - F(E[i] - E[j]) - F(E[j] - E[i]) + F(-E[i] - E[j])) / (4 * h * h)
+            H[i, j] = H[j, i] = (
+                F(E[i] + E[j])
+                - F(E[i] - E[j])
+                - F(E[j] - E[i])
+                + F(-E[i] - E[j])
+            ) / (4 * h * h)
     return H
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(seeds, st.integers(1, 3), st.integers(1, 3), st.floats(-1.0, 1.0))
 def test_expand_against_finite_differences(seed, p, n_units, x):
     f = _random_module(seed, p, n_units)
@@ -174,19 +253,34 @@ def test_expand_against_finite_differences(seed, p, n_units, x):
 
     n = 2 * p
     H = _fd_hessian(F, n)
-    grad = np.array([(F(np.eye(n)[i] * 1e-6) - F(-np.eye(n)[i] * 1e-6)) / 2e-6 for i in range(n)])
+    grad = np.array(
+        [
+            (F(np.eye(n)[i] * 1e-6) - F(-np.eye(n)[i] * 1e-6)) / 2e-6
+            for i in range(n)
+        ]
+    )
     tol = 1e-5 * (1 + np.max(np.abs(H)))
-    assert np.max(np.abs(H[:p, :p] / 2 - (e.A + e.B))) < tol  # diagonal block: A_s = A + B
+    assert (
+        np.max(np.abs(H[:p, :p] / 2 - (e.A + e.B))) < tol
+    )  # diagonal block: A_s = A + B
     assert np.max(np.abs(H[:p, p:] / 2 - e.B)) < tol  # off-diagonal block: B
     assert np.max(np.abs(grad[:p] - e.g)) < 1e-6 * (1 + np.max(np.abs(grad)))
     assert abs(float(e.f0) - F(np.zeros(n))) < 1e-14
 
 
-# ------------------------------------------------------------------------------ broadcasting
+# ------------------------------------------------------------------------------
+# broadcasting
 @SETTINGS
-@given(seeds, st.integers(1, 4), st.integers(1, 5), st.integers(2, 4), st.booleans())
+@given(
+    seeds,
+    st.integers(1, 4),
+    st.integers(1, 5),
+    st.integers(2, 4),
+    st.booleans(),
+)
 def test_vector_model_equals_its_scalar_outputs(seed, p, d, V, general):
-    """An (m, V) model predicts, output by output, what the V scalar models predict."""
+    """An (m, V) model predicts, output by output, what the V scalar models
+    predict."""
     rng = np.random.default_rng(seed)
     model = _model(rng, 4, p, V, general)
     W = rng.standard_normal((p, d))
@@ -195,6 +289,12 @@ def test_vector_model_equals_its_scalar_outputs(seed, p, d, V, general):
     full, part = model.predict(M, mu), model.predict(M, mu, batch=batch)
     assert full.shape == (4, V) and part.shape == (3, V)
     for o in range(V):
-        scalar = NQF(model.A[:, o], g=model.g[:, o], B=model.B[:, o], f0=model.f0[:, o])
-        assert np.max(np.abs(full[:, o] - scalar.predict_W(W))) <= 1e-12 * (1 + np.max(np.abs(full)))
-        assert np.max(np.abs(part[:, o] - full[batch, o])) <= 1e-14 * (1 + np.max(np.abs(full)))
+        scalar = NQF(
+            model.A[:, o], g=model.g[:, o], B=model.B[:, o], f0=model.f0[:, o]
+        )
+        assert np.max(np.abs(full[:, o] - scalar.predict_W(W))) <= 1e-12 * (
+            1 + np.max(np.abs(full))
+        )
+        assert np.max(np.abs(part[:, o] - full[batch, o])) <= 1e-14 * (
+            1 + np.max(np.abs(full))
+        )

@@ -1,7 +1,7 @@
 """Generic tests over every registered model (Table 3 and Props. 1-6).
 
 The registry is filled at collection time by importing every submodule of
-``nqf_lite.architectures`` (found with pkgutil), so a newly added family is
+``nqf_lite.expansion.models`` (found with pkgutil), so a newly added family is
 covered without editing this file.  Each model is checked against
 independent computations: its own torch forward (``native``), torch autograd
 (through :func:`nqf_lite.expand`, which never sees the closed form) and plain
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import torch
 
-import nqf_lite.architectures as arch
+import nqf_lite.expansion.models as arch
 from nqf_lite import expand
-from nqf_lite.architectures.base import MODELS, Model
+from nqf_lite.expansion.models.base import MODELS, Model
 
 for _info in pkgutil.iter_modules(arch.__path__):
     importlib.import_module(f"{arch.__name__}.{_info.name}")
@@ -37,8 +37,11 @@ def _draws(name: str, n: int = DRAWS) -> list[tuple[np.ndarray, object]]:
 
 
 def _cols(model: Model):
-    """The model as ``f(W, x)`` with neurons as columns, as :func:`expand` wants it."""
-    return lambda W, x: model.native(W if model.neurons == "columns" else W.T, x)
+    """The model as ``f(W, x)`` with neurons as columns, as :func:`expand`
+    wants it."""
+    return lambda W, x: model.native(
+        W if model.neurons == "columns" else W.T, x
+    )
 
 
 def _f(model: Model, W: np.ndarray, x: object) -> np.ndarray:
@@ -46,8 +49,11 @@ def _f(model: Model, W: np.ndarray, x: object) -> np.ndarray:
         return model.native(torch.as_tensor(W, dtype=torch.float64), x).numpy()
 
 
-def _quadratic_form(model: Model, W: np.ndarray, x: object, scale: float = 1.0) -> np.ndarray:
-    """``f0 + gᵀμ + μᵀBμ + Tr[M A]`` at ``scale·W``, with M and μ from plain NumPy."""
+def _quadratic_form(
+    model: Model, W: np.ndarray, x: object, scale: float = 1.0
+) -> np.ndarray:
+    """``f0 + gᵀμ + μᵀBμ + Tr[M A]`` at ``scale·W``, with M and μ from plain
+    NumPy."""
     s = model.structure(x)
     Wc = scale * (W if model.neurons == "columns" else W.T)
     M, mu = Wc @ Wc.T, Wc.sum(axis=1)
@@ -63,8 +69,17 @@ def test_registry_is_populated_and_consistent():
     assert len(MODELS) >= 11
     for key, model in MODELS.items():
         assert model.name == key
-    rows = [int(m.group(1)) for m in (re.search(r"Table 3, row (\d+)", v.reference) for v in MODELS.values()) if m]
-    assert len(rows) == len(set(rows)), f"two models cite the same Table 3 row: {sorted(rows)}"
+    rows = [
+        int(m.group(1))
+        for m in (
+            re.search(r"Table 3, row (\d+)", v.reference)
+            for v in MODELS.values()
+        )
+        if m
+    ]
+    assert len(rows) == len(set(rows)), (
+        f"two models cite the same Table 3 row: {sorted(rows)}"
+    )
     assert all(1 <= r <= 16 for r in rows), rows
 
 
@@ -93,13 +108,16 @@ def test_exact_models_are_their_quadratic_form(name):
 
 @pytest.mark.parametrize("name", EXACT)
 def test_exact_models_train_like_their_twin(name):
-    """Torch GD on ``native`` and the twin's explicit GD (Eq. 21) give the same predictions."""
+    """Torch GD on ``native`` and the twin's explicit GD (Eq. 21) give the same
+    predictions."""
     model = MODELS[name]
     draws = _draws(name, 4)
     xs = [x for _, x in draws]
     W0 = 0.5 * draws[0][0]
     twin = model.twin(xs)
-    y = np.random.default_rng(3).standard_normal((len(xs),) + np.shape(twin.f0)[1:])
+    y = np.random.default_rng(3).standard_normal(
+        (len(xs),) + np.shape(twin.f0)[1:]
+    )
     lr, steps = 0.01, 6
     _, preds_twin = twin.train(model.columns(W0), y, lr, steps)
 
@@ -122,26 +140,42 @@ def test_exact_models_train_like_their_twin(name):
 
 @pytest.mark.parametrize("name", LEADING)
 def test_leading_order_error_slope(name):
-    """``|f(εW) − NQF(εW)| ∝ ε^k`` with k = 3 (Thm 1), or 4 when ``f(−W) = f(W)`` (Remark after Thm 1)."""
+    """``|f(εW) − NQF(εW)| ∝ ε^k`` with k = 3 (Thm 1), or 4 when ``f(−W) =
+    f(W)`` (Remark after Thm 1)."""
     model = MODELS[name]
     for W, x in _draws(name, 2):
-        even = np.max(np.abs(_f(model, -W, x) - _f(model, W, x))) <= 1e-12 * (1 + np.max(np.abs(_f(model, W, x))))
+        even = np.max(np.abs(_f(model, -W, x) - _f(model, W, x))) <= 1e-12 * (
+            1 + np.max(np.abs(_f(model, W, x)))
+        )
         order = 4 if even else 3
         eps = np.geomspace(1e-3, 1e-2, 5)
-        err = np.array([np.max(np.abs(_f(model, e * W, x) - _quadratic_form(model, W, x, e))) for e in eps])
+        err = np.array(
+            [
+                np.max(
+                    np.abs(
+                        _f(model, e * W, x) - _quadratic_form(model, W, x, e)
+                    )
+                )
+                for e in eps
+            ]
+        )
         assert np.all(err > 0)
         slope = np.polyfit(np.log(eps), np.log(err), 1)[0]
         assert abs(slope - order) <= 0.2, (slope, order)
-        # and the quadratic term is really there: dropping Tr[M A] leaves a second-order error
+        # and the quadratic term is really there: dropping Tr[M A] leaves a
+        # second-order error
         s = model.structure(x)
         if s.g is None and s.B is None:
-            err2 = np.array([np.max(np.abs(_f(model, e * W, x) - s.f0)) for e in eps])
+            err2 = np.array(
+                [np.max(np.abs(_f(model, e * W, x) - s.f0)) for e in eps]
+            )
             assert abs(np.polyfit(np.log(eps), np.log(err2), 1)[0] - 2) <= 0.2
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_structure_matches_autograd(name):
-    """The closed form ``(A, g, B)`` equals torch autograd's Taylor coefficients; ``f0 = f(0)``."""
+    """The closed form ``(A, g, B)`` equals torch autograd's Taylor
+    coefficients; ``f0 = f(0)``."""
     model = MODELS[name]
     for W, x in _draws(name, 2):
         s = model.structure(x)
@@ -155,7 +189,9 @@ def test_structure_matches_autograd(name):
         np.testing.assert_allclose(g, e.g, rtol=0, atol=1e-10)
         np.testing.assert_allclose(B, e.B, rtol=0, atol=1e-10)
         # f0 is f(0) at the sampled width (it may grow with d, e.g. d·φ(0))
-        np.testing.assert_allclose(s.f0, _f(model, np.zeros_like(W), x), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            s.f0, _f(model, np.zeros_like(W), x), rtol=0, atol=1e-12
+        )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -165,15 +201,20 @@ def test_native_is_permutation_symmetric(name):
     axis = 1 if model.neurons == "columns" else 0
     perm = np.roll(np.arange(W.shape[axis]), 1)
     Wp = W[:, perm] if axis == 1 else W[perm]
-    np.testing.assert_allclose(_f(model, Wp, x), _f(model, W, x), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        _f(model, Wp, x), _f(model, W, x), rtol=1e-12, atol=1e-12
+    )
 
 
-@pytest.mark.parametrize("name", sorted(n for n in MODELS if not MODELS[n].exact))
+@pytest.mark.parametrize(
+    "name", sorted(n for n in MODELS if not MODELS[n].exact)
+)
 def test_every_expansion_model_leaves_out_a_term_of_its_stated_order(name):
-    """native(εW) minus its quadratic form falls like ε^remainder (Theorem 1), for every model."""
+    """native(εW) minus its quadratic form falls like ε^remainder (Theorem 1),
+    for every model."""
     import torch
 
-    from nqf_lite.scaling import fit_loglog_slope
+    from nqf_lite.dynamics.scaling import fit_loglog_slope
 
     model = MODELS[name]
     eps = np.logspace(-2.5, -1, 7)
@@ -184,16 +225,33 @@ def test_every_expansion_model_leaves_out_a_term_of_its_stated_order(name):
         C = model.columns(W)
         M, mu = C @ C.T, C.sum(1)
         A = np.asarray(s.A, dtype=float)
-        g = np.zeros(A.shape[:-1]) if s.g is None else np.asarray(s.g, dtype=float)
+        g = (
+            np.zeros(A.shape[:-1])
+            if s.g is None
+            else np.asarray(s.g, dtype=float)
+        )
         B = np.zeros(A.shape) if s.B is None else np.asarray(s.B, dtype=float)
         g, B = np.broadcast_to(g, A.shape[:-1]), np.broadcast_to(B, A.shape)
         err = []
         for e in eps:
             with torch.no_grad():
-                out = np.asarray(model.native(torch.as_tensor(e * W), x), dtype=float)
-            quad = np.asarray(s.f0) + e * (g @ mu) + e**2 * (
-                np.einsum("...ij,i,j->...", B, mu, mu) + np.einsum("...ij,ij->...", A, M)
+                out = np.asarray(
+                    model.native(torch.as_tensor(e * W), x), dtype=float
+                )
+            quad = (
+                np.asarray(s.f0)
+                + e * (g @ mu)
+                + e**2
+                * (
+                    np.einsum("...ij,i,j->...", B, mu, mu)
+                    + np.einsum("...ij,ij->...", A, M)
+                )
             )
             err.append(np.max(np.abs(out - quad)))
-        slopes.append(fit_loglog_slope(eps, np.array(err), (eps[0], eps[-1])).slope)
-    assert min(slopes) > model.remainder - 0.15 and max(slopes) < model.remainder + 0.15, slopes
+        slopes.append(
+            fit_loglog_slope(eps, np.array(err), (eps[0], eps[-1])).slope
+        )
+    assert (
+        min(slopes) > model.remainder - 0.15
+        and max(slopes) < model.remainder + 0.15
+    ), slopes

@@ -1,7 +1,8 @@
-"""Tests for nqf_lite.scaling (paper Sec. 6, App. A.17, App. C).
+"""Tests for nqf_lite.dynamics.scaling (paper Sec. 6, App. A.17, App. C).
 
-Expected values come from hand formulas, torch autograd, direct loss evaluation or
-explicit logistic solutions written here, never from the function under test.
+Expected values come from hand formulas, torch autograd, direct loss evaluation
+or explicit logistic solutions written here, never from the function under
+test.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from nqf_lite import scaling as sc
+from nqf_lite.dynamics import scaling as sc
 
 torch.set_default_dtype(torch.float64)
 
@@ -21,15 +22,20 @@ def logistic(t, r, c, z0):
     return r * z0 / (c * z0 + (r - c * z0) * np.exp(-r * t))
 
 
-# ----------------------------------------------------------------------------- exponents
+# -----------------------------------------------------------------------------
+# exponents
 def test_scaling_exponent_values():
     assert sc.scaling_exponent(2.0, 0.8) == pytest.approx(1.25, abs=1e-15)
     assert sc.scaling_exponent(3.0, 1.5) == pytest.approx(4.0 / 3.0, abs=1e-15)
     # Fourier MLP: alpha1 = 2 beta, alpha2 = theta + beta
-    assert sc.scaling_exponent(2 * 1.5, 1.0 + 1.5) == pytest.approx(0.8, abs=1e-15)
+    assert sc.scaling_exponent(2 * 1.5, 1.0 + 1.5) == pytest.approx(
+        0.8, abs=1e-15
+    )
 
 
-@pytest.mark.parametrize("a1,a2", [(1.0, 1.0), (0.5, 1.0), (2.0, 0.0), (2.0, -1.0), (np.nan, 1.0)])
+@pytest.mark.parametrize(
+    "a1,a2", [(1.0, 1.0), (0.5, 1.0), (2.0, 0.0), (2.0, -1.0), (np.nan, 1.0)]
+)
 def test_scaling_exponent_bad(a1, a2):
     with pytest.raises(ValueError):
         sc.scaling_exponent(a1, a2)
@@ -49,9 +55,11 @@ def test_samplewise_exponent():
         sc.samplewise_exponent(1.0, 0.0)
 
 
-# ----------------------------------------------------------------------------- effective slope
+# -----------------------------------------------------------------------------
+# effective slope
 def _slope_by_finite_difference(a1, a2, eps, beta0, k):
-    """-d ln E/d ln t along the continuum k (Eqs. 289-290), central differences."""
+    """-d ln E/d ln t along the continuum k (Eqs. 289-290), central
+    differences."""
 
     def ln_t(kk):
         r = kk**-a2
@@ -68,7 +76,10 @@ def _slope_by_finite_difference(a1, a2, eps, beta0, k):
     return -dE / dt
 
 
-@pytest.mark.parametrize("a1,a2,eps,beta0", [(3.0, 1.5, 1e-8, 0.0), (2.0, 0.8, 1e-6, 0.0), (2.0, 1.2, 1e-4, 0.3)])
+@pytest.mark.parametrize(
+    "a1,a2,eps,beta0",
+    [(3.0, 1.5, 1e-8, 0.0), (2.0, 0.8, 1e-6, 0.0), (2.0, 1.2, 1e-4, 0.3)],
+)
 def test_effective_slope_matches_derivative(a1, a2, eps, beta0):
     K = 50
     k = np.arange(1, K + 1, dtype=float)
@@ -85,9 +96,13 @@ def test_effective_slope_closed_form_and_limits():
     r = 0.4 * k**-a2
     C = 2.0 * np.ones_like(k)
     want = (a1 - 1) / (a2 - (a1 - a2) / np.log(r / (C * eps)))  # Eq. 292
-    np.testing.assert_allclose(sc.effective_slope(a1, a2, r, C, eps), want, rtol=1e-13)
+    np.testing.assert_allclose(
+        sc.effective_slope(a1, a2, r, C, eps), want, rtol=1e-13
+    )
     # C as a diagonal matrix gives the same
-    np.testing.assert_allclose(sc.effective_slope(a1, a2, r, np.diag(C), eps), want, rtol=1e-13)
+    np.testing.assert_allclose(
+        sc.effective_slope(a1, a2, r, np.diag(C), eps), want, rtol=1e-13
+    )
     # steeper than (a1-1)/a2 when a1 > a2
     assert np.all(want > (a1 - 1) / a2)
     # eps -> 0: back to Eq. 46 (correction ~ 1/ln(1/eps))
@@ -97,7 +112,11 @@ def test_effective_slope_closed_form_and_limits():
     kk = np.arange(1, 30, dtype=float)
     rr = kk**-a2
     CC = rr**2 / (8 * kk**-a1)
-    np.testing.assert_allclose(sc.effective_slope(a1, a2, rr, CC, 1e-6, beta0=a1 - a2), 4.0 / 3.0, rtol=1e-13)
+    np.testing.assert_allclose(
+        sc.effective_slope(a1, a2, rr, CC, 1e-6, beta0=a1 - a2),
+        4.0 / 3.0,
+        rtol=1e-13,
+    )
 
 
 def test_effective_slope_bad():
@@ -120,7 +139,8 @@ def test_effective_slope_bad():
         sc.effective_slope(5.0, 0.5, [1.0, 0.7], [1.0, 1.0], 0.5)
 
 
-# ----------------------------------------------------------------------------- excess loss
+# -----------------------------------------------------------------------------
+# excess loss
 def test_excess_loss_is_the_loss_of_the_onehot_network():
     m = 40
     pm = sc.powerlaw_modes(m, 2.0, 0.8)
@@ -131,7 +151,11 @@ def test_excess_loss_is_the_loss_of_the_onehot_network():
     np.testing.assert_allclose(sc.excess_loss(z, pm.r, pm.C), L, rtol=1e-12)
     # and the V form of Eq. 163
     V = pm.r**2 / (8 * pm.C)
-    np.testing.assert_allclose(sc.excess_loss(z, pm.r, pm.C), ((1 - z / (pm.r / pm.C)) ** 2) @ V, rtol=1e-12)
+    np.testing.assert_allclose(
+        sc.excess_loss(z, pm.r, pm.C),
+        ((1 - z / (pm.r / pm.C)) ** 2) @ V,
+        rtol=1e-12,
+    )
 
 
 def test_excess_loss_bad():
@@ -141,7 +165,8 @@ def test_excess_loss_bad():
         sc.excess_loss(np.ones((2, 2)), [1.0, 1.0], [[1.0, 0.5], [0.5, 1.0]])
 
 
-# ----------------------------------------------------------------------------- staircase
+# -----------------------------------------------------------------------------
+# staircase
 def test_staircase_by_hand():
     got = sc.staircase_loss([0.0, 0.5, 1.5, 2.5], [1.0, 0.5], [3.0, 2.0])
     np.testing.assert_array_equal(got, [5.0, 5.0, 2.0, 0.0])
@@ -174,7 +199,8 @@ def test_staircase_bad():
         sc.staircase_loss([1.0], [1.0, 2.0], [1.0])
 
 
-# ----------------------------------------------------------------------------- slope fit
+# -----------------------------------------------------------------------------
+# slope fit
 def test_fit_exact_power_law_any_sampling():
     rng = np.random.default_rng(1)
     t = np.sort(rng.uniform(1.0, 1e4, 3000))
@@ -187,7 +213,8 @@ def test_fit_exact_power_law_any_sampling():
 
 
 def test_fit_weights_decades_equally():
-    # two regimes: slope -1 on [1, 10], slope -3 on [10, 100]; equal weight -> about -2
+    # two regimes: slope -1 on [1, 10], slope -3 on [10, 100]; equal weight ->
+    # about -2
     t = np.linspace(1.0, 100.0, 100000)
     L = np.where(t < 10, 1 / t, 100 / t**3)
     fit = sc.fit_loglog_slope(t, L, (1.0, 100.0), n=2001)
@@ -196,7 +223,13 @@ def test_fit_weights_decades_equally():
 
 @pytest.mark.parametrize(
     "window,err",
-    [((0.5, 10.0), ValueError), ((10.0, 5.0), ValueError), ((1.0, 1e9), ValueError), ("ab", TypeError), (None, TypeError)],
+    [
+        ((0.5, 10.0), ValueError),
+        ((10.0, 5.0), ValueError),
+        ((1.0, 1e9), ValueError),
+        ("ab", TypeError),
+        (None, TypeError),
+    ],
 )
 def test_fit_bad_window(window, err):
     t = np.geomspace(1, 100, 50)
@@ -216,7 +249,8 @@ def test_fit_bad_data():
         sc.fit_loglog_slope(t, 1 / t, (2.0, 50.0), n=1)
 
 
-# ----------------------------------------------------------------------------- Fig. 3 right data
+# -----------------------------------------------------------------------------
+# Fig. 3 right data
 def test_powerlaw_modes_reproduce_r_and_C_from_data():
     m = 200
     pm = sc.powerlaw_modes(m, 2.0, 0.8)
@@ -260,7 +294,9 @@ def test_onehot_gd_one_step_matches_autograd():
 def test_onehot_gd_small_lr_is_logistic():
     pm = sc.powerlaw_modes(30, 2.0, 0.8)
     z0 = 1e-4 * np.arange(1, 31) ** -1.2
-    t, z = sc.onehot_quadratic_gd(pm.a, pm.y, np.sqrt(z0)[:, None], 1e-3, 20000, every=1000)
+    t, z = sc.onehot_quadratic_gd(
+        pm.a, pm.y, np.sqrt(z0)[:, None], 1e-3, 20000, every=1000
+    )
     np.testing.assert_allclose(t, 1e-3 * np.arange(0, 20001, 1000), rtol=1e-14)
     zt = logistic(t, pm.r, pm.C, z0)
     zinf = pm.r / pm.C
@@ -275,24 +311,34 @@ def test_onehot_gd_bad():
     with pytest.raises(ValueError, match="n_steps"):
         sc.onehot_quadratic_gd([1.0, 1.0], [1.0, 1.0], np.ones((2, 1)), 0.1, 0)
     with pytest.raises(ValueError, match="lr"):
-        sc.onehot_quadratic_gd([1.0, 1.0], [1.0, 1.0], np.ones((2, 1)), -0.1, 3)
+        sc.onehot_quadratic_gd(
+            [1.0, 1.0], [1.0, 1.0], np.ones((2, 1)), -0.1, 3
+        )
     with pytest.raises(ValueError, match="every"):
-        sc.onehot_quadratic_gd([1.0, 1.0], [1.0, 1.0], np.ones((2, 1)), 0.1, 3, every=0)
+        sc.onehot_quadratic_gd(
+            [1.0, 1.0], [1.0, 1.0], np.ones((2, 1)), 0.1, 3, every=0
+        )
 
 
-# ----------------------------------------------------------------------------- numpy conventions, refusals
+# -----------------------------------------------------------------------------
+# numpy conventions, refusals
 def test_exponents_and_effective_slope_broadcast():
     a = sc.scaling_exponent(np.array([2.0, 3.0]), 0.5)
     assert np.allclose(a, [2.0, 4.0], rtol=1e-15)
     assert np.ndim(sc.samplewise_exponent(1.0, 2.0)) == 0
-    # the issue's example: scalars in, scalar out; by hand (alpha1-1)/(alpha2 - (alpha1-alpha2)/ln(r/(C eps)))
+    # the issue's example: scalars in, scalar out; by hand (alpha1-1)/(alpha2 -
+    # (alpha1-alpha2)/ln(r/(C eps)))
     k = sc.effective_slope(2.0, 0.8, 0.3, 0.05, 1e-6)
     assert np.ndim(k) == 0
-    assert k == pytest.approx(1.0 / (0.8 - 1.2 / np.log(0.3 / (0.05 * 1e-6))), rel=1e-14)
+    assert k == pytest.approx(
+        1.0 / (0.8 - 1.2 / np.log(0.3 / (0.05 * 1e-6))), rel=1e-14
+    )
     # an array of eps equals the elementwise calls
     eps = np.array([1e-3, 1e-6, 1e-12])
-    assert np.array_equal(sc.effective_slope(2.0, 0.8, 0.3, 0.05, eps),
-                          np.array([sc.effective_slope(2.0, 0.8, 0.3, 0.05, e) for e in eps]))
+    assert np.array_equal(
+        sc.effective_slope(2.0, 0.8, 0.3, 0.05, eps),
+        np.array([sc.effective_slope(2.0, 0.8, 0.3, 0.05, e) for e in eps]),
+    )
 
 
 @pytest.mark.parametrize(
@@ -303,7 +349,10 @@ def test_exponents_and_effective_slope_broadcast():
         (lambda: sc.effective_slope(2.0, 0.8, 0.3, 0.05 + 0j, 1e-6), "C"),
         (lambda: sc.scaling_exponent(True, 1.0), "alpha1"),
         (lambda: sc.onehot_quadratic_gd([1.0], [1.0], [[0.1]], True, 3), "lr"),
-        (lambda: sc.onehot_quadratic_gd([1.0], [1.0], [[0.1]], "0.1", 3), "lr"),
+        (
+            lambda: sc.onehot_quadratic_gd([1.0], [1.0], [[0.1]], "0.1", 3),
+            "lr",
+        ),
         (lambda: sc.ntk_drift_exponent(0.5j, 1.0), "alpha_A"),
         (lambda: sc.effective_slope_at_time(1.0, 2.0, 0.8, "1e-6"), "eps"),
     ],
@@ -318,9 +367,11 @@ def test_effective_slope_refuses_eps_above_saturation():
         sc.effective_slope(2.0, 0.8, 0.3, 0.05, 10.0)  # r/C = 6 < eps
 
 
-# ----------------------------------------------------------------------------- Eq. 295
+# -----------------------------------------------------------------------------
+# Eq. 295
 def _keff_exact(t, alpha1, alpha2, eps, zeta1, zinf1):
-    """Eq. 292 at the continuous mode index k(t) that solves Eq. 290 exactly (root finding)."""
+    """Eq. 292 at the continuous mode index k(t) that solves Eq. 290 exactly
+    (root finding)."""
     from scipy.optimize import brentq
 
     def resid(lnk):
@@ -329,7 +380,14 @@ def _keff_exact(t, alpha1, alpha2, eps, zeta1, zinf1):
         return zeta * t - np.log(zinf / eps)
 
     # modes k < k(t) have switched on (resid > 0); bracket the first crossing
-    k = np.exp(brentq(resid, 0.0, 0.5 * np.log(zinf1 / eps) / (alpha1 - alpha2), xtol=1e-14))
+    k = np.exp(
+        brentq(
+            resid,
+            0.0,
+            0.5 * np.log(zinf1 / eps) / (alpha1 - alpha2),
+            xtol=1e-14,
+        )
+    )
     zeta, zinf = zeta1 * k**-alpha2, zinf1 * k ** (alpha2 - alpha1)
     return (alpha1 - 1) / (alpha2 - (alpha1 - alpha2) / np.log(zinf / eps))
 
@@ -339,24 +397,47 @@ def test_eq295_tracks_the_exact_slope_and_improves_as_eps_shrinks():
     errs = []
     for eps in (1e-8, 1e-30, 1e-100):
         L = np.log(1 / eps)
-        ts = L * np.array([2.0, 5.0, 20.0])  # rescaled times tau = 2..20: modes k ~ 2..40
-        approx = sc.effective_slope_at_time(ts, alpha1, alpha2, eps, zeta1, zinf1)
-        exact = np.array([_keff_exact(t, alpha1, alpha2, eps, zeta1, zinf1) for t in ts])
-        assert np.all(np.diff(approx) > 0) and np.all(np.diff(exact) > 0)  # increases with t
+        ts = L * np.array(
+            [2.0, 5.0, 20.0]
+        )  # rescaled times tau = 2..20: modes k ~ 2..40
+        approx = sc.effective_slope_at_time(
+            ts, alpha1, alpha2, eps, zeta1, zinf1
+        )
+        exact = np.array(
+            [_keff_exact(t, alpha1, alpha2, eps, zeta1, zinf1) for t in ts]
+        )
+        assert np.all(np.diff(approx) > 0) and np.all(
+            np.diff(exact) > 0
+        )  # increases with t
         errs.append(np.max(np.abs(approx - exact) / (exact - 1.25)))
-    # relative error of the correction term: (ln ln(1/eps) / ln(1/eps)) order, shrinking
-    # measured: 0.16, 0.025, 0.0068 (pinned: a cruder approximation fails these)
+    # relative error of the correction term: (ln ln(1/eps) / ln(1/eps)) order,
+    # shrinking measured: 0.16, 0.025, 0.0068 (pinned: a cruder approximation
+    # fails these)
     assert errs[0] < 0.2 and errs[1] < 0.03 and errs[2] < 0.008
     assert errs[0] > errs[1] > errs[2]
     # the eps -> 0 limit is Eq. 46
-    assert sc.effective_slope_at_time(10.0, alpha1, alpha2, 1e-300) == pytest.approx(1.25, rel=3e-3)
+    assert sc.effective_slope_at_time(
+        10.0, alpha1, alpha2, 1e-300
+    ) == pytest.approx(1.25, rel=3e-3)
 
 
 def test_eq295_by_hand_and_bad_input():
     alpha = (3.0 - 1.5) / 1.5
     L = np.log(1e10)
-    expect = (2.0 / 1.5) * (1 + alpha / (L + alpha * np.log(L) + np.log(2.0) - alpha * np.log(3.0) - alpha * np.log(7.0)))
-    assert sc.effective_slope_at_time(7.0, 3.0, 1.5, 1e-10, zeta1=3.0, zinf1=2.0) == pytest.approx(expect, rel=1e-14)
+    expect = (2.0 / 1.5) * (
+        1
+        + alpha
+        / (
+            L
+            + alpha * np.log(L)
+            + np.log(2.0)
+            - alpha * np.log(3.0)
+            - alpha * np.log(7.0)
+        )
+    )
+    assert sc.effective_slope_at_time(
+        7.0, 3.0, 1.5, 1e-10, zeta1=3.0, zinf1=2.0
+    ) == pytest.approx(expect, rel=1e-14)
     with pytest.raises(ValueError, match="eps"):
         sc.effective_slope_at_time(1.0, 2.0, 0.8, 2.0)
     with pytest.raises(ValueError, match=r"\bt\b"):
@@ -365,16 +446,24 @@ def test_eq295_by_hand_and_bad_input():
         sc.effective_slope_at_time(1e30, 3.0, 1.0, 1e-3)
 
 
-# ----------------------------------------------------------------------------- Prop. 9, alpha_B branch
+# -----------------------------------------------------------------------------
+# Prop. 9, alpha_B branch
 def _ntk_drift(d, alpha_A, alpha_B, rng):
-    """|d Theta(x, x)/dt| at t = 0 for an explicit width-d NQF, by central differences of W."""
+    """|d Theta(x, x)/dt| at t = 0 for an explicit width-d NQF, by central
+    differences of W."""
     p = 3
-    g = 5.0 * d**-0.5 * np.array([1.0, -0.5, 0.25])  # g dominates u = g + 2 B mu already at d = 1e3
-    B0 = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 1.5]])  # positive definite
+    g = (
+        5.0 * d**-0.5 * np.array([1.0, -0.5, 0.25])
+    )  # g dominates u = g + 2 B mu already at d = 1e3
+    B0 = np.array(
+        [[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 1.5]]
+    )  # positive definite
     B = d**-alpha_B * B0
     A = d**-alpha_A * np.diag([1.0, -1.0, 0.5])
     W = rng.standard_normal((p, d)) / np.sqrt(d)
-    W += (np.array([0.6, -0.4, 0.3]) - W.sum(axis=1))[:, None] / d  # mu(0) = fixed O(1) vector
+    W += (np.array([0.6, -0.4, 0.3]) - W.sum(axis=1))[
+        :, None
+    ] / d  # mu(0) = fixed O(1) vector
     y = 3.0
 
     def f(W):
@@ -401,14 +490,24 @@ def test_prop9_alpha_B_branch_measured_on_explicit_networks(alpha_B):
     ds = np.array([1_000, 4_000, 16_000, 64_000])
     drift = np.array([_ntk_drift(d, alpha_A, alpha_B, rng) for d in ds])
     slope = np.polyfit(np.log(ds), np.log(drift), 1)[0]
-    assert slope == pytest.approx(float(sc.ntk_drift_exponent(alpha_A, alpha_B)), abs=0.03)
+    assert slope == pytest.approx(
+        float(sc.ntk_drift_exponent(alpha_A, alpha_B)), abs=0.03
+    )
     assert bool(sc.is_lazy(alpha_A, alpha_B)) == (alpha_B > 1)
 
 
 def test_prop9_exponent_by_hand_and_bad_input():
-    assert sc.ntk_drift_exponent(0.0, 1.5) == 0.0  # alpha_A = 0: feature learning
-    assert np.allclose(sc.ntk_drift_exponent([0.5, 0.25], [2.0, 0.5]), [-0.5, 0.5])
-    assert not sc.is_lazy(0.0, 2.0) and sc.is_lazy(0.5, 1.01) and not sc.is_lazy(0.5, 1.0)
+    assert (
+        sc.ntk_drift_exponent(0.0, 1.5) == 0.0
+    )  # alpha_A = 0: feature learning
+    assert np.allclose(
+        sc.ntk_drift_exponent([0.5, 0.25], [2.0, 0.5]), [-0.5, 0.5]
+    )
+    assert (
+        not sc.is_lazy(0.0, 2.0)
+        and sc.is_lazy(0.5, 1.01)
+        and not sc.is_lazy(0.5, 1.0)
+    )
     with pytest.raises(ValueError, match="alpha_B"):
         sc.ntk_drift_exponent(0.0, 0.4)
     with pytest.raises(ValueError, match="alpha_A"):
@@ -417,12 +516,15 @@ def test_prop9_exponent_by_hand_and_bad_input():
 
 def test_fit_loglog_slopes_fits_every_column_on_its_own_window():
     t = np.geomspace(1.0, 1e4, 400)
-    # column 0: a pure t^-1.5; column 1: t^-0.5 before t = 100 and t^-2 after (continuous)
+    # column 0: a pure t^-1.5; column 1: t^-0.5 before t = 100 and t^-2 after
+    # (continuous)
     broken = np.where(t < 100, t**-0.5, 100**1.5 * t**-2.0)
     L = np.column_stack([t**-1.5, broken])
     common = sc.fit_loglog_slopes(t, L, (2.0, 50.0))
     np.testing.assert_allclose(common, [-1.5, -0.5], atol=1e-10)
-    own = sc.fit_loglog_slopes(t, L, [(2.0, 50.0), (200.0, 5e3)])   # each column its window
+    own = sc.fit_loglog_slopes(
+        t, L, [(2.0, 50.0), (200.0, 5e3)]
+    )  # each column its window
     np.testing.assert_allclose(own, [-1.5, -2.0], atol=1e-10)
     # the same numbers as one fit_loglog_slope call per column
     assert own[1] == sc.fit_loglog_slope(t, broken, (200.0, 5e3)).slope
@@ -435,8 +537,8 @@ def test_fit_loglog_slopes_bad_inputs():
     with pytest.raises(ValueError, match="windows"):
         sc.fit_loglog_slopes(t, L, (2, 5, 7))
     with pytest.raises(ValueError, match="windows"):
-        sc.fit_loglog_slopes(t, L, [(2, 5), (2, 5)])          # 2 windows for 3 curves
+        sc.fit_loglog_slopes(t, L, [(2, 5), (2, 5)])  # 2 windows for 3 curves
     with pytest.raises(ValueError, match="window"):
         sc.fit_loglog_slopes(t, L, (5, 2))
     with pytest.raises(ValueError, match="L"):
-        sc.fit_loglog_slopes(t, np.ones((4, 3)), (2, 5))       # T does not match t
+        sc.fit_loglog_slopes(t, np.ones((4, 3)), (2, 5))  # T does not match t

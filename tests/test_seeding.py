@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nqf_lite import seeding
+from nqf_lite.book import seeding
 
 
 def test_default_base_seed_is_zero(monkeypatch):

@@ -1,4 +1,5 @@
-"""Tests of nqf_lite.widgets.slider_explorer: structure, kernel-free linking, bad input."""
+"""Tests of nqf_lite.book.widgets.slider_explorer: structure, kernel-free
+linking, bad input."""
 
 import matplotlib
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 from ipywidgets.embed import embed_data
 
-from nqf_lite.widgets import slider_explorer
+from nqf_lite.book.widgets import slider_explorer
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -46,7 +47,13 @@ def test_structure_one_png_per_value():
 
 
 def test_initial_index_and_format():
-    box = slider_explorer(_line, np.array([1.0, 2.0, 3.0]), description="a", fmt="{:.2f}", index=2)
+    box = slider_explorer(
+        _line,
+        np.array([1.0, 2.0, 3.0]),
+        description="a",
+        fmt="{:.2f}",
+        index=2,
+    )
     slider, stack = box.children
     assert slider.index == 2 and stack.selected_index == 2
     assert slider.label == "3.00"
@@ -76,7 +83,8 @@ def test_single_value_is_allowed():
 
 
 def test_slider_and_stack_are_linked_in_the_browser():
-    """The embedded state holds a LinkModel slider.index -> stack.selected_index.
+    """The embedded state holds a LinkModel slider.index ->
+    stack.selected_index.
 
     That model is what makes the slider work in the static HTML page: the
     widget manager in the browser applies the link, no kernel involved.
@@ -84,12 +92,17 @@ def test_slider_and_stack_are_linked_in_the_browser():
     box = slider_explorer(_line, [1.0, 2.0], description="a")
     slider, stack = box.children
     state = embed_data(views=[box])["manager_state"]["state"]
-    links = [s["state"] for s in state.values() if s["model_name"] == "LinkModel"]
+    links = [
+        s["state"] for s in state.values() if s["model_name"] == "LinkModel"
+    ]
     wanted = {
         "source": [f"IPY_MODEL_{slider.model_id}", "index"],
         "target": [f"IPY_MODEL_{stack.model_id}", "selected_index"],
     }
-    assert any({k: list(link[k]) for k in ("source", "target")} == wanted for link in links)
+    assert any(
+        {k: list(link[k]) for k in ("source", "target")} == wanted
+        for link in links
+    )
     assert state[stack.model_id]["model_name"] == "StackModel"
 
 
@@ -120,7 +133,9 @@ def test_bad_input(kwargs, exc, match):
 
 
 def test_numpy_integer_index():
-    box = slider_explorer(_line, [1.0, 2.0], description="a", index=np.int64(1))
+    box = slider_explorer(
+        _line, [1.0, 2.0], description="a", index=np.int64(1)
+    )
     assert box.children[0].index == 1
 
 
@@ -141,9 +156,11 @@ def test_description_is_keyword_only():
         slider_explorer(_line, [1.0], "a")  # type: ignore[misc]
 
 
-# ------------------------------------------------------------- static figure (no JavaScript)
+# ------------------------------------------------------------- static figure
+# (no JavaScript)
 def _png_bytes(fig):
-    """PNG of a figure, rendered independently of slider_explorer (same savefig settings)."""
+    """PNG of a figure, rendered independently of slider_explorer (same savefig
+    settings)."""
     import io
 
     buf = io.BytesIO()
@@ -155,7 +172,7 @@ def _png_bytes(fig):
 @pytest.fixture
 def shown(monkeypatch):
     """Every object slider_explorer hands to IPython's display()."""
-    import nqf_lite.widgets as W
+    import nqf_lite.book.widgets as W
 
     seen = []
     monkeypatch.setattr(W, "_display", seen.append)
@@ -172,7 +189,9 @@ def test_static_png_of_the_default_view_is_displayed_first(shown, index):
     assert shown[0].format == "png"
     data = shown[0].data
     assert data.startswith(PNG_MAGIC)
-    assert data == _png_bytes(_line(values[index]))  # the default view, rendered independently
+    assert data == _png_bytes(
+        _line(values[index])
+    )  # the default view, rendered independently
     assert data == bytes(box.children[1].children[index].value)
     others = [_png_bytes(_line(v)) for i, v in enumerate(values) if i != index]
     assert all(data != other for other in others)
@@ -203,7 +222,8 @@ def test_static_must_be_bool(shown, bad):
 
 
 def test_images_are_saved_at_the_figure_dpi_like_inline_figures(shown):
-    """A 6.9-in figure at 100 dpi fits the 688-px column; savefig.dpi must not enlarge it."""
+    """A 6.9-in figure at 100 dpi fits the 688-px column; savefig.dpi must not
+    enlarge it."""
     import io
 
     from PIL import Image
@@ -221,15 +241,20 @@ def test_images_are_saved_at_the_figure_dpi_like_inline_figures(shown):
 
 
 @pytest.mark.parametrize("constrained", [True, False])
-def test_constrained_figures_keep_their_canvas_others_are_cropped(shown, constrained):
-    """A constrained figure already fills its canvas: saved as it is, 6.9 in x 100 dpi = 690 px.
+def test_constrained_figures_keep_their_canvas_others_are_cropped(
+    shown, constrained
+):
+    """A constrained figure already fills its canvas: saved as it is, 6.9 in x
+    100 dpi = 690 px.
     Without a layout engine the margins are cropped (bbox_inches="tight")."""
     import io
 
     from PIL import Image
 
     def fig_of(_):
-        fig, ax = plt.subplots(figsize=(6.9, 2.0), dpi=100, constrained_layout=constrained)
+        fig, ax = plt.subplots(
+            figsize=(6.9, 2.0), dpi=100, constrained_layout=constrained
+        )
         ax.plot([0.0, 1.0])
         return fig
 
@@ -242,15 +267,27 @@ def test_constrained_figures_keep_their_canvas_others_are_cropped(shown, constra
 
 
 def test_toggle_buttons_for_categories_link_index_in_the_browser():
-    box = slider_explorer(_line, [1.0, 2.0, 3.0], description="model", fmt="{:g}", control="toggle", index=1)
+    box = slider_explorer(
+        _line,
+        [1.0, 2.0, 3.0],
+        description="model",
+        fmt="{:g}",
+        control="toggle",
+        index=1,
+    )
     picker, stack = box.children
-    assert isinstance(picker, widgets.ToggleButtons) and isinstance(stack, widgets.Stack)
+    assert isinstance(picker, widgets.ToggleButtons) and isinstance(
+        stack, widgets.Stack
+    )
     assert picker.index == 1 and stack.selected_index == 1
     assert [label for label, _ in picker.options] == ["1", "2", "3"]
     state = embed_data(views=[box])["manager_state"]["state"]
     link = [m for m in state.values() if m["model_name"] == "LinkModel"]
     assert link, "no jslink in the embedded state"
-    ends = {tuple(v) for v in (link[-1]["state"]["source"], link[-1]["state"]["target"])}
+    ends = {
+        tuple(v)
+        for v in (link[-1]["state"]["source"], link[-1]["state"]["target"])
+    }
     assert {e[1] for e in ends} == {"index", "selected_index"}
     with pytest.raises(ValueError, match="control"):
         slider_explorer(_line, [1.0], description="a", control="dropdown")
@@ -266,7 +303,7 @@ class _Ipywidgets7:
 
 
 def test_ipywidgets_7_swaps_one_image_from_the_kernel(monkeypatch):
-    import nqf_lite.widgets as W
+    import nqf_lite.book.widgets as W
 
     monkeypatch.setattr(W, "_widgets", lambda: _Ipywidgets7())
     values = [0.5, 1.0, 2.0]
@@ -278,12 +315,18 @@ def test_ipywidgets_7_swaps_one_image_from_the_kernel(monkeypatch):
     assert bytes(image.value) == _png_bytes(_line(2.0))
 
 
-def test_without_ipywidgets_the_static_image_is_the_explorer(monkeypatch, shown, capsys):
-    import nqf_lite.widgets as W
+def test_without_ipywidgets_the_static_image_is_the_explorer(
+    monkeypatch, shown, capsys
+):
+    import nqf_lite.book.widgets as W
 
     monkeypatch.setattr(W, "_widgets", lambda: None)
     out = slider_explorer(_line, [1.0, 2.0], description="a", static=False)
-    assert out is None and len(shown) == 1 and shown[0].data == _png_bytes(_line(1.0))
+    assert (
+        out is None
+        and len(shown) == 1
+        and shown[0].data == _png_bytes(_line(1.0))
+    )
     assert capsys.readouterr().out.strip() == W.NO_WIDGETS
 
 
@@ -291,34 +334,54 @@ def test_import_nqf_lite_does_not_import_widgets_or_ipython():
     import subprocess
     import sys
 
-    code = "import sys, nqf_lite, nqf_lite.claims, nqf_lite.widgets; " \
+    code = (
+        "import sys, nqf_lite, nqf_lite.book.claims, nqf_lite.book.widgets; "
         "print(sorted(m for m in ('ipywidgets', 'IPython') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "[]"
 
 
-# ------------------------------------------------------------- accessibility (issue 25)
+# ------------------------------------------------------------- accessibility
+# (issue 25)
 def test_frames_carry_no_tooltip():
-    # the vendored html-manager (1.0.15) fails to draw an Image view with a tooltip
+    # the vendored html-manager (1.0.15) fails to draw an Image view with a
+    # tooltip
     box = slider_explorer(_line, [0.5, 2.0], description="slope", static=False)
-    assert all(not getattr(im, "tooltip", None) for im in box.children[1].children)
+    assert all(
+        not getattr(im, "tooltip", None) for im in box.children[1].children
+    )
 
 
 def test_static_image_carries_the_default_views_data(shown):
-    from nqf_lite.plotting import FIGURE_DATA_KEY
+    from nqf_lite.book.plotting import FIGURE_DATA_KEY
 
     slider_explorer(_line, [0.5, 3.0], description="slope", index=1)
     csv_text = shown[0].metadata[FIGURE_DATA_KEY]
     rows = [r.split(",") for r in csv_text.strip().split("\n")]
-    assert rows[0][:5] == ["panel", "panel title", "x axis", "y axis", "series"]
-    assert [r[5:7] for r in rows[1:]] == [["0", "0"], ["1", "3"]]  # the line of view 1, not view 0
+    assert rows[0][:5] == [
+        "panel",
+        "panel title",
+        "x axis",
+        "y axis",
+        "series",
+    ]
+    assert [r[5:7] for r in rows[1:]] == [
+        ["0", "0"],
+        ["1", "3"],
+    ]  # the line of view 1, not view 0
 
 
 def test_figure_data_lists_every_plotted_point_with_its_axis_labels():
     import csv
     import io
 
-    from nqf_lite.plotting import figure_data
+    from nqf_lite.book.plotting import figure_data
 
     fig, (ax, ax2) = plt.subplots(1, 2)
     ax.plot([1.0, 2.0, 3.0], [0.5, 0.25, 0.125], label="loss")
@@ -330,22 +393,41 @@ def test_figure_data_lists_every_plotted_point_with_its_axis_labels():
     fig.colorbar(im)
     rows = list(csv.DictReader(io.StringIO(figure_data(fig))))
     line = [r for r in rows if r["series"] == "loss"]
-    assert [(float(r["x"]), float(r["y"])) for r in line] == [(1, 0.5), (2, 0.25), (3, 0.125)]
-    assert {(r["panel"], r["panel title"], r["x axis"], r["y axis"]) for r in line} == {
-        ("1", "training", "step", "loss [nats]")
-    }
+    assert [(float(r["x"]), float(r["y"])) for r in line] == [
+        (1, 0.5),
+        (2, 0.25),
+        (3, 0.125),
+    ]
+    assert {
+        (r["panel"], r["panel title"], r["x axis"], r["y axis"]) for r in line
+    } == {("1", "training", "step", "loss [nats]")}
     guide = [r for r in rows if r["series"] == "line 2"]
-    assert [(r["x"], float(r["y"])) for r in guide] == [("", 0.2)]  # spans the panel: no x
-    band = [(float(r["x"]), float(r["y"])) for r in rows if r["series"] == "band 1"]
+    assert [(r["x"], float(r["y"])) for r in guide] == [
+        ("", 0.2)
+    ]  # spans the panel: no x
+    band = [
+        (float(r["x"]), float(r["y"])) for r in rows if r["series"] == "band 1"
+    ]
     assert {(1, 0), (2, 0), (1, 1), (2, 1)} <= set(band)
-    image = [(int(r["x"]), int(r["y"]), float(r["value"])) for r in rows if r["series"] == "image 1"]
+    image = [
+        (int(r["x"]), int(r["y"]), float(r["value"]))
+        for r in rows
+        if r["series"] == "image 1"
+    ]
     assert image == [(0, 0, 1.0), (1, 0, 2.0), (0, 1, 3.0), (1, 1, 4.0)]
-    assert [(float(r["x"]), float(r["y"])) for r in rows if r["series"] == "points 1"] == [(5, 6)]
-    assert {r["panel"] for r in rows} == {"1", "2"}  # the colour bar is not a panel
+    assert [
+        (float(r["x"]), float(r["y"]))
+        for r in rows
+        if r["series"] == "points 1"
+    ] == [(5, 6)]
+    assert {r["panel"] for r in rows} == {
+        "1",
+        "2",
+    }  # the colour bar is not a panel
 
 
 def test_figure_data_rejects_what_is_not_a_figure():
-    from nqf_lite.plotting import figure_data
+    from nqf_lite.book.plotting import figure_data
 
     with pytest.raises(TypeError, match="fig must be a matplotlib Figure"):
         figure_data(plt.subplots()[1])

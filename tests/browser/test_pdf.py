@@ -372,7 +372,7 @@ def image_resolutions(path: Path) -> list[tuple[int, int, float]]:
 
 
 def _explorers(chapter: str) -> int:
-    """Explorer figures of a chapter (nqf_lite.widgets.slider_explorer): their static frame is a bitmap."""
+    """Explorer figures of a chapter (nqf_lite.book.widgets.slider_explorer): their static frame is a bitmap."""
     path = ROOT / "notebooks" / f"{chapter}.ipynb"
     if not path.is_file():
         return 0
@@ -384,7 +384,7 @@ def _explorers(chapter: str) -> int:
 def test_figures_are_vector_or_at_least_200_ppi(pdfs, name):
     """A figure is drawn as vector graphics (the build draws figures as SVG), or its bitmap is placed
     at 200 ppi or finer. The one exception is an explorer's static frame, a PNG that
-    nqf_lite.widgets draws at the figure's 100 dpi: at most one coarse bitmap per explorer."""
+    nqf_lite.book.widgets draws at the figure's 100 dpi: at most one coarse bitmap per explorer."""
     coarse = [(page, ppi) for page, width, ppi in image_resolutions(PDF / f"{name}.pdf") if width >= 64 and ppi < 199.5]
     explorers = sum(_explorers(c) for c in CHAPTERS) if name == "book" else _explorers(name)
     assert len(coarse) <= explorers, (

@@ -1,0 +1,587 @@
+"""The claims ledger: every quantitative statement a chapter checks.
+
+A chapter creates one :class:`Claims` object and calls :meth:`Claims.check` for
+each prediction it measures.  ``check`` asserts the claim (so an executed
+notebook fails, and with it nbval and the book build, when the science breaks),
+glues the measured value for the prose (``{glue:text}`key`:.3g``), and, when
+the environment variable ``NQF_CLAIMS_DIR`` names a folder, appends a JSON
+record that the book's ledger page collects at build time.
+
+Three kinds of claim are told apart: a *prediction* of the theory (the
+default: a measured number the theory predicts, with a tolerance set by
+seeds, model error or round-off), an *identity* (an exact equality of the
+theory, such as a closed-form structure matrix against autograd, checked by an
+independent route to round-off), and a check of the *code* (bookkeeping, or a
+property true by construction, such as "the data commute" for data built to
+commute).  The ledger counts them separately, so its count of predictions is
+honest.
+
+Cells can be re-run.  Checking a key again in a later cell execution replaces
+the earlier record (a student re-running a cell).  Within one execution of a
+cell, in plain Python (no cells: the whole script is one execution, whether or
+not an IPython shell was started on the way), and anywhere in the book build
+(``NQF_CLAIMS_DIR`` set, where every cell runs once), a key used twice is an
+error.
+
+A notebook read outside the book (the reader editions a launch button opens)
+cannot show glued numbers in its text; :func:`show_numbers` makes every glued
+value that the text quotes appear under the cell that computes it instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "Claim",
+    "ClaimFailed",
+    "Claims",
+    "CLAIMS_DIR_ENV",
+    "KINDS",
+    "glue",
+    "show_numbers",
+]
+
+CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
+#: what a claim is: a prediction of the theory, an exact identity checked by an
+#: independent route, or a check of the code (true by construction)
+KINDS = ("prediction", "identity", "code")
+#: the arguments of :meth:`Claims.check`, the columns a claims table may have
+_CHECK_ARGS = (
+    "key",
+    "statement",
+    "measured",
+    "expected",
+    "atol",
+    "rtol",
+    "at_most",
+    "at_least",
+    "source",
+    "prediction",
+    "n_seeds",
+    "spread",
+    "kind",
+)
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
+
+
+class ClaimFailed(AssertionError):
+    """Raised when a measured number disagrees with its prediction."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checked statement (a row of the ledger)."""
+
+    chapter: str
+    key: str
+    statement: str
+    source: str
+    prediction: str
+    measured: float
+    criterion: str
+    passed: bool
+    n_seeds: int = 1
+    spread: float | None = None
+    margin: float | None = None
+    kind: str = "prediction"
+    seed: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def _as_float(name: str, value: object) -> float:
+    try:
+        out = float(np.asarray(value, dtype=float))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{name} must be a real scalar, got {value!r}"
+        ) from exc
+    return out
+
+
+#: formats of the glued values a reader edition's text quotes
+#: (:func:`show_numbers`)
+_SHOWN: dict[str, str] = {}
+#: values glued during the current cell execution, shown after it
+_PENDING: dict[str, object] = {}
+
+
+def show_numbers(formats: Mapping[str, str]) -> None:
+    """Show, under each cell, the glued values that the notebook's text quotes.
+
+    The book's pages print glued numbers inside the prose.  A notebook opened
+    in Jupyter, JupyterLab or Colab cannot: its text shows ``⟨key⟩`` instead.
+    A reader edition calls this once in its first cell, with the format of
+    every quoted key; from then on, each cell that glues one of them ends with
+    one line, ``Numbers quoted in the text: ⟨key⟩ = value, ...``.
+
+    Parameters
+    ----------
+    formats : mapping of str to str
+        ``{key: format spec}``, e.g. ``{"ch4-gap-M0": ".1e"}``; the spec
+        follows ``format()`` (an empty string for ``str``).
+
+    Raises
+    ------
+    TypeError
+        If ``formats`` is not a mapping of strings to strings.
+    """
+    if not isinstance(formats, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in formats.items()
+    ):
+        raise TypeError(
+            f"formats must map keys (str) to format specs (str), got {formats!r}"
+        )
+    _SHOWN.clear()
+    _SHOWN.update(formats)
+    ip = _ipython()
+    if (
+        ip is not None
+        and _flush_numbers not in ip.events.callbacks["post_run_cell"]
+    ):
+        ip.events.register("post_run_cell", _flush_numbers)
+
+
+def _ipython():
+    """The running IPython shell, or None (plain Python; IPython is
+    optional)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def _formatted(value: object, spec: str) -> str:
+    try:
+        return format(value, spec)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _flush_numbers(*_: object) -> None:
+    """Print the values glued by the cell that just ran (those the text
+    quotes)."""
+    if not _PENDING:
+        return
+    parts = [
+        f"⟨{k}⟩ = {_formatted(v, _SHOWN[k])}" for k, v in _PENDING.items()
+    ]
+    _PENDING.clear()
+    print("Numbers quoted in the text: " + ", ".join(parts))
+
+
+def glue(key: str, value: object, display: bool = False) -> None:
+    """Glue ``value`` under ``key`` for the prose (``{glue:text}`key`:.3g``).
+
+    A thin wrapper of ``myst_nb.glue`` that turns numpy scalars into Python
+    numbers (so format specs work) and does nothing where myst-nb is not
+    installed (Colab, Binder), so chapters run anywhere.  After
+    :func:`show_numbers`, a value the text quotes is printed under its cell.
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if key in _SHOWN:
+        _PENDING[key] = value
+        if _ipython() is None:  # plain Python: no cell boundary to wait for
+            _flush_numbers()
+    try:
+        from myst_nb import glue as _myst_glue
+    except ImportError:  # a bare kernel: there is no page to glue into
+        return
+    _myst_glue(key, value, display=display)
+
+
+def _finite_bound(name: str, value: object) -> float:
+    b = _as_float(name, value)
+    if not math.isfinite(b):
+        raise ValueError(
+            f"{name} must be finite (a bound that cannot fail checks nothing), got {value!r}"
+        )
+    return b
+
+
+#: cells that have finished running since the first claim was checked
+_CELLS_RUN = [0]
+
+
+def _count_cell(*_: object) -> None:
+    _CELLS_RUN[0] += 1
+
+
+def _execution() -> int:
+    """An id of the cell execution running now: the cells finished since a
+    shell was first seen.
+
+    It counts IPython's ``post_run_cell`` events itself, rather than reading
+    the shell's execution count, so that it changes only when a cell ends.  In
+    plain Python no cell ever ends, so the id stays the same, also when an
+    import (myst-nb) starts an IPython shell between two checks: a key checked
+    twice is then a duplicate, as it is without IPython.
+    """
+    ip = _ipython()
+    if (
+        ip is not None
+        and _count_cell not in ip.events.callbacks["post_run_cell"]
+    ):
+        ip.events.register("post_run_cell", _count_cell)
+    return _CELLS_RUN[0]
+
+
+def _n_seeds(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"n_seeds must be an integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"n_seeds must be >= 1, got {value!r}")
+    return int(value)
+
+
+def _margin(m, expected, atol, rtol, at_most, at_least) -> float | None:
+    """Fraction of the tolerance the measurement uses (0 = on target, 1 = at
+    the edge).
+
+    For ``expected``: ``|m - e| / tol``.  For a positive bound ``b``: ``m / b``
+    (``at_most``) or ``b / m`` (``at_least``).  ``None`` when that ratio has no
+    meaning (a bound or measurement that is zero or negative).
+    """
+    if not math.isfinite(m):
+        return None
+    if expected is not None:
+        e = float(expected)
+        tol = (atol or 0.0) + (rtol or 0.0) * abs(e)
+        return abs(m - e) / tol if tol > 0 else (0.0 if m == e else math.inf)
+    if at_most is not None:
+        b = float(at_most)
+        if b > 0 and m >= 0:
+            return m / b
+        return None
+    b = float(at_least)
+    if b > 0 and m > 0:
+        return b / m
+    return None
+
+
+class Claims:
+    """The ledger of one chapter.
+
+    Parameters
+    ----------
+    chapter : str
+        The chapter's document name under ``notebooks/`` without extension,
+        e.g. ``"01_symmetry"``; the ledger links the claim to that page.
+    """
+
+    def __init__(self, chapter: str) -> None:
+        if not isinstance(chapter, str):
+            raise TypeError(f"chapter must be a string, got {chapter!r}")
+        if not _NAME.match(chapter):
+            raise ValueError(
+                f"chapter must be a file name of letters, digits, '-' and '_' (it names the "
+                f"ledger file in the claims folder), got {chapter!r}"
+            )
+        self.chapter = chapter
+        self.records: list[Claim] = []
+        self._executions: dict[
+            str, object
+        ] = {}  # key -> cell execution that checked it
+
+    def check(
+        self,
+        key: str,
+        statement: str,
+        measured: float,
+        *,
+        expected: float | None = None,
+        atol: float | None = None,
+        rtol: float | None = None,
+        at_most: float | None = None,
+        at_least: float | None = None,
+        source: str = "",
+        prediction: str | None = None,
+        n_seeds: int = 1,
+        spread: float | None = None,
+        kind: str = "prediction",
+    ) -> float:
+        """Assert one quantitative claim, record it and glue the measurement.
+
+        Exactly one criterion is given: ``expected`` with ``atol`` and/or
+        ``rtol`` (``|measured - expected| <= atol + rtol*|expected|``), or an
+        upper bound ``at_most``, or a lower bound ``at_least``.
+
+        Parameters
+        ----------
+        key : str
+            Unique glue key, also the ledger's anchor (letters, digits,
+            ``-_``).
+        statement : str
+            The claim in words, e.g. ``"tanh MLP: |f - NQF| = O(eps^4)"``.
+        measured : float
+            The number the notebook measured.
+        expected, atol, rtol, at_most, at_least : float, optional
+            The criterion (see above).
+        source : str
+            Where the paper states it (``"Thm 1, Eq. 2"``).
+        prediction : str, optional
+            How the prediction reads in the ledger; built from the criterion
+            when omitted.
+        n_seeds : int
+            How many independent draws (seeds) the measurement summarises; 1
+            for a deterministic quantity or an identity.
+        spread : float, optional
+            The measured seed-to-seed spread (standard deviation over the
+            ensemble) behind ``measured``; shown in the ledger.
+        kind : {"prediction", "identity", "code"}
+            ``"prediction"``: the theory predicts a measured value (dynamics,
+            ensembles, rates, orders of convergence).  ``"identity"``: an
+            exact equality of the theory (a closed form, an algebraic
+            identity) checked by an independent route, to round-off.
+            ``"code"``: a check of the code or of the set-up, true by
+            construction (a row count, a flag, data built to commute do
+            commute).  The ledger lists the three kinds apart.
+
+        Returns
+        -------
+        float
+            ``measured``, so the call can sit inside an expression.
+
+        Raises
+        ------
+        ClaimFailed
+            If the criterion is not met (or the measurement is NaN).
+        ValueError
+            If a tolerance or bound is NaN or infinite, ``atol``/``rtol`` is
+            negative, ``kind`` is unknown, or ``key`` was already checked in
+            the same cell execution (in the book build: anywhere in the
+            chapter).
+        """
+        if not isinstance(key, str) or not _NAME.match(key):
+            raise ValueError(
+                f"key must be letters, digits, '-' or '_', got {key!r}"
+            )
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        self._forget_rerun(key)
+        m = _as_float("measured", measured)
+        modes = [
+            expected is not None,
+            at_most is not None,
+            at_least is not None,
+        ]
+        if sum(modes) != 1:
+            raise ValueError(
+                "give exactly one of expected=, at_most=, at_least="
+            )
+        for name, value in (("atol", atol), ("rtol", rtol)):
+            if value is not None and not (
+                math.isfinite(_as_float(name, value)) and value >= 0
+            ):
+                raise ValueError(
+                    f"{name} must be finite and >= 0, got {value!r}"
+                )
+        if expected is not None:
+            e = _as_float("expected", expected)
+            if not math.isfinite(e):
+                raise ValueError(f"expected must be finite, got {expected!r}")
+            if atol is None and rtol is None:
+                raise ValueError("expected= needs atol= and/or rtol=")
+            tol = (atol or 0.0) + (rtol or 0.0) * abs(e)
+            passed = abs(m - e) <= tol
+            parts = [f"atol {atol:.3g}"] if atol is not None else []
+            parts += [f"rtol {rtol:.3g}"] if rtol is not None else []
+            criterion = f"|measured − {e:.4g}| ≤ " + " + ".join(parts)
+            pred = prediction or f"{e:.4g}"
+        elif at_most is not None:
+            b = _finite_bound("at_most", at_most)
+            passed = m <= b
+            criterion = f"measured ≤ {b:.3g}"
+            pred = prediction or f"≤ {b:.3g}"
+        else:
+            b = _finite_bound("at_least", at_least)
+            passed = m >= b
+            criterion = f"measured ≥ {b:.3g}"
+            pred = prediction or f"≥ {b:.3g}"
+        passed = bool(passed) and math.isfinite(m)
+        n = _n_seeds(n_seeds)
+        sp = None if spread is None else _as_float("spread", spread)
+        if sp is not None and not (math.isfinite(sp) and sp >= 0):
+            raise ValueError(f"spread must be finite and >= 0, got {spread!r}")
+        margin = _margin(m, expected, atol, rtol, at_most, at_least)
+        from nqf_lite.book.seeding import (
+            base_seed,
+        )  # the seed a reader needs to reproduce the claim
+
+        claim = Claim(
+            self.chapter,
+            key,
+            statement,
+            source,
+            pred,
+            m,
+            criterion,
+            passed,
+            n,
+            sp,
+            margin,
+            kind,
+            base_seed(),
+        )
+        self.records.append(claim)
+        self._executions[key] = _execution()
+        self._write(claim)
+        glue(key, m)
+        if not passed:
+            raise ClaimFailed(
+                f"[{self.chapter}:{key}] {statement}: measured {m:.6g}, "
+                f"criterion {criterion} not met"
+            )
+        return m
+
+    def table(
+        self,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[object]],
+        **common: object,
+    ) -> list[float]:
+        """Check a table of claims: one row a claim, one record each.
+
+        A chapter's claims after an experiment are a table, not a wall of
+        calls: ``columns`` names the arguments of :meth:`check` that vary
+        from row to row, ``common`` gives those shared by every row. Each row
+        is checked as :meth:`check` would check it and keeps its own record
+        in the ledger; every row is checked even when an earlier one fails,
+        and one :class:`ClaimFailed` then names all the failed keys.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            Names of :meth:`check`'s arguments, e.g. ``("key", "statement",
+            "measured", "at_most")``; ``key``, ``statement`` and ``measured``
+            must be among ``columns`` or ``common``.
+        rows : iterable of sequences
+            One sequence of values a claim, in the order of ``columns``.
+        **common
+            Arguments of :meth:`check` shared by all rows (``source=``,
+            ``kind=``, a tolerance). A row's own value wins.
+
+        Returns
+        -------
+        list of float
+            The measured values, in row order.
+
+        Examples
+        --------
+        >>> claims.table(  # doctest: +SKIP
+        ...     ("key", "statement", "measured"),
+        ...     [("ch6-C", "C = I", err_C), ("ch6-r", "r recovered", err_r)],
+        ...     at_most=1e-12, source="Eq. 37", kind="code")
+        """
+        columns = tuple(columns)
+        allowed = set(_CHECK_ARGS)
+        unknown = [c for c in (*columns, *common) if c not in allowed]
+        if unknown:
+            raise ValueError(
+                f"columns and common must name arguments of check "
+                f"({', '.join(_CHECK_ARGS)}), got {unknown}"
+            )
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"columns must not repeat a name, got {columns}")
+        missing = [
+            c
+            for c in ("key", "statement", "measured")
+            if c not in columns and c not in common
+        ]
+        if missing:
+            raise ValueError(f"columns or common must give {missing}")
+        rows = [tuple(r) for r in rows]
+        if not rows:
+            raise ValueError("rows must hold at least one claim")
+        for i, row in enumerate(rows):
+            if len(row) != len(columns):
+                raise ValueError(
+                    f"rows[{i}] has {len(row)} values for {len(columns)} "
+                    f"columns {columns}"
+                )
+        values, failures = [], []
+        for row in rows:
+            args = {**common, **dict(zip(columns, row))}
+            key = args.pop("key")
+            statement = args.pop("statement")
+            measured = args.pop("measured")
+            try:
+                values.append(self.check(key, statement, measured, **args))
+            except ClaimFailed as err:
+                failures.append(str(err))
+                values.append(float(measured))
+        if failures:
+            raise ClaimFailed("\n".join(failures))
+        return values
+
+    def _forget_rerun(self, key: str) -> None:
+        """Drop the record of ``key`` when a later cell execution checks it
+        again.
+
+        Raises ``ValueError`` when ``key`` was checked in this same execution,
+        or anywhere in a book build (``NQF_CLAIMS_DIR`` set: each cell runs
+        once there, so a repeat is a duplicate key, not a re-run).
+        """
+        if key not in self._executions:
+            _execution()  # watch the shell (if any) from the first check on
+            return
+        if (
+            os.environ.get(CLAIMS_DIR_ENV)
+            or self._executions[key] == _execution()
+        ):
+            raise ValueError(
+                f"claim key {key!r} is used twice in chapter {self.chapter!r}"
+            )
+        self.records = [c for c in self.records if c.key != key]
+        del self._executions[key]
+
+    def summary(self) -> str:
+        """Check that the chapter recorded claims and that all passed; return
+        one line.
+
+        The closing cell of a chapter calls this instead of counting claims by
+        hand.  It raises :class:`ClaimFailed` when no claim was recorded or any
+        failed, and returns e.g. ``"18 claims checked, all pass; see the claims
+        ledger."`` for the reader.
+        """
+        if not self.records:
+            raise ClaimFailed(f"chapter {self.chapter!r} recorded no claim")
+        failed = [c.key for c in self.records if not c.passed]
+        if failed:
+            raise ClaimFailed(
+                f"chapter {self.chapter!r}: claims failed: {', '.join(failed)}"
+            )
+        ens = sum(
+            c.n_seeds > 1 for c in self.records if c.kind == "prediction"
+        )
+        code = sum(c.kind == "code" for c in self.records)
+        ident = sum(c.kind == "identity" for c in self.records)
+        n = len(self.records) - code - ident
+        text = (
+            f"{n} prediction{'s' if n != 1 else ''} checked, all pass "
+            f"({ens} on ensembles of seeds)"
+        )
+        if ident:
+            text += f", {ident} identit{'ies' if ident != 1 else 'y'} checked by an independent route"
+        if code:
+            text += f", and {code} check{'s' if code != 1 else ''} of the code"
+        return text + "; every claim is listed in the claims ledger."
+
+    def _write(self, claim: Claim) -> None:
+        folder = os.environ.get(CLAIMS_DIR_ENV)
+        if not folder:
+            return
+        path = Path(folder)
+        path.mkdir(parents=True, exist_ok=True)
+        with open(path / f"{self.chapter}.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(asdict(claim)) + "\n")
