@@ -277,3 +277,6 @@ def vector(name: str, value: object, k: int | None = None) -> np.ndarray:
     if arr.size == 0:
         raise ValueError(f"{name} must hold at least one entry")
     return arr
+
+
+# --- validators shared by nqf_lite.dynamics, nqf_lite.deep, nqf_lite.design ---
