@@ -45,7 +45,8 @@ def bibtex(e: book_meta.Edition) -> str:
 
 def edition_sentence(e: book_meta.Edition) -> str:
     return (
-        f"Version {e.version} of the book (released {e.released}), built {e.built} from commit "
+        f"Version {e.version} of the book (released {e.released}), built "
+        f"{e.built} from commit "
         f"{e.commit} at seed NQF_SEED={e.seed}."
     )
 
@@ -81,9 +82,11 @@ def report_url(e: book_meta.Edition, pagename: str, title: str) -> str:
     body = (
         f"Page: {pagename} ({title})\n"
         f"Address: {e.published}{pagename}.html\n"
-        f"Version: {e.version} (released {e.released}), built {e.built}, commit {e.commit}\n"
+        f"Version: {e.version} (released {e.released}), built {e.built}, "
+        f"commit {e.commit}\n"
         f"Seed: NQF_SEED={e.seed}\n\n"
-        "What is wrong (a sentence, a number, a figure, a cell that fails), and what you expected:\n"
+        "What is wrong (a sentence, a number, a figure, a cell that fails), "
+        "and what you expected:\n"
     )
     return e.issue_url(f"[{pagename}] ", body, labels="reader-report")
 
@@ -105,7 +108,8 @@ def _footer(
         f"<p>{html.escape(edition_sentence(e))} "
         f'<a href="{changelog}">Changelog and errata</a> · '
         f'<a href="{changelog}#cite-this-book">Cite this book</a> · '
-        f'<a class="nqf-report" href="{html.escape(report_url(e, pagename, title))}" '
+        '<a class="nqf-report" '
+        f'href="{html.escape(report_url(e, pagename, title))}" '
         'rel="noopener">Report a problem with this page</a></p></aside>'
     )
     context["body"] = context["body"] + note

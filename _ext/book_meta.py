@@ -101,7 +101,8 @@ def edition(root: Path = ROOT) -> Edition:
     dates = releases(root)
     if v not in dates:
         raise ValueError(
-            f"book/changelog.md has no heading '## {v} (YYYY-MM-DD)' for the version of pyproject.toml"
+            f"book/changelog.md has no heading '## {v} (YYYY-MM-DD)' for the "
+            "version of pyproject.toml"
         )
     return Edition(
         version=v,

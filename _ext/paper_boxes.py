@@ -53,7 +53,8 @@ KINDS = (
     "axiom",
 )
 PAPER_TITLE = re.compile(
-    r"^(?P<head>(?P<kind>[A-Z][a-z]+\.?) (?P<num>[A-Z]?\d+[a-z]?) of the paper)(?:: (?P<name>.+))?$",
+    r"^(?P<head>(?P<kind>[A-Z][a-z]+\.?) (?P<num>[A-Z]?\d+[a-z]?) of the "
+    r"paper)(?:: (?P<name>.+))?$",
     re.S,
 )
 BOOK_TITLE = re.compile(r"^(?P<name>.+) \(this book\)$", re.S)
@@ -83,7 +84,8 @@ def parse_title(kind: str, title: str) -> tuple[str, str]:
     if m:
         return f"{kind.title()} “{m['name']}”", m["name"]
     raise ValueError(
-        f"title {title!r}: write '<Kind> <N> of the paper: <name>' or '<name> (this book)'"
+        f"title {title!r}: write '<Kind> <N> of the paper: <name>' or '<name> "
+        "(this book)'"
     )
 
 
@@ -98,7 +100,8 @@ def _check_boxes(app: Sphinx, doctree: nodes.document) -> None:
         where = (app.env.doc2path(docname), node.line)
         if type(node).__name__ != "unenumerable_node":
             logger.warning(
-                "prf:%s %r is numbered book-wide: add ':nonumber:' and put the paper's number in its title",
+                "prf:%s %r is numbered book-wide: add ':nonumber:' and put "
+                "the paper's number in its title",
                 realtype,
                 node.get("label"),
                 location=where,
@@ -156,7 +159,8 @@ def _merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
 #: sphinx-proof's HTML for an unnumbered box title: the kind, then the title in
 #: parentheses
 BOX_TITLE = re.compile(
-    r'<p class="admonition-title" id="(?P<id>[^"]+)"><span class="caption-number">(?P<kind>[^<]*?) </span>'
+    r'<p class="admonition-title" id="(?P<id>[^"]+)"><span '
+    r'class="caption-number">(?P<kind>[^<]*?) </span>'
     r"\s*\((?P<title>.*?)\)</p>",
     re.S,
 )
@@ -195,7 +199,8 @@ def _box_titles(
             f' <span class="box-name">{name_html}</span>' if name_html else ""
         )
         return (
-            f'<p class="admonition-title" id="{m["id"]}"><span class="caption-number">'
+            f'<p class="admonition-title" id="{m["id"]}"><span '
+            'class="caption-number">'
             f"{html.escape(label)}</span>{tail}</p>"
         )
 

@@ -124,7 +124,8 @@ def measure(paths: list[Path]) -> tuple[list[str], float, bool]:
         within = wall <= CHAPTER_SECONDS and peak <= PEAK_BYTES
         ok &= within
         rows.append(
-            f"| {path.stem} | {wall:.1f} | {cpu:.1f} | {peak / 1e6:.0f} | {'ok' if within else 'OVER'} |"
+            f"| {path.stem} | {wall:.1f} | {cpu:.1f} | {peak / 1e6:.0f} | "
+            f"{'ok' if within else 'OVER'} |"
         )
         print(rows[-1], flush=True)
     JSON.write_text(json.dumps(dict(sorted(record.items())), indent=1) + "\n")
@@ -136,12 +137,14 @@ def main(argv: list[str]) -> int:
     rows, total, ok = measure(paths)
     table = "\n".join(
         [
-            f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {psutil.cpu_count()} cores.",
+            f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
+            f"on {psutil.cpu_count()} cores.",
             "",
             "| chapter | wall s | kernel CPU s | peak MB | budget |",
             "|---|---|---|---|---|",
             *rows,
-            f"| **all** | {total:.1f} | | | {'ok' if total <= BOOK_SECONDS else 'OVER'} |",
+            f"| **all** | {total:.1f} | | | "
+            f"{'ok' if total <= BOOK_SECONDS else 'OVER'} |",
             "",
         ]
     )

@@ -63,10 +63,12 @@ def main() -> None:
     model = random_nqf(m, p, seed=rng("bench", "nqf"))
     y = rng("bench", "labels").standard_normal(m)
     print(
-        f"m = {m}, p = {p}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+        f"m = {m}, p = {p}; load average {os.getloadavg()[0]:.2f} on "
+        f"{os.cpu_count()} cores"
     )
     print(
-        f"{'d':>8} {'explicit ms':>12} {'closed ms':>10} {'trusted ms':>11} {'in loop ms':>11} {'ratio':>8}"
+        f"{'d':>8} {'explicit ms':>12} {'closed ms':>10} {'trusted ms':>11} "
+        f"{'in loop ms':>11} {'ratio':>8}"
     )
     for d in WIDTHS:
         W0 = rng("bench", "W", d).standard_normal((p, d)) / np.sqrt(d)
@@ -96,7 +98,8 @@ def main() -> None:
             / 100
         )
         print(
-            f"{d:>8.0e} {1e3 * t_exp:>12.3f} {1e3 * t_clo:>10.4f} {1e3 * t_tru:>11.4f} {1e3 * t_loop:>11.4f} "
+            f"{d:>8.0e} {1e3 * t_exp:>12.3f} {1e3 * t_clo:>10.4f} "
+            f"{1e3 * t_tru:>11.4f} {1e3 * t_loop:>11.4f} "
             f"{t_exp / t_clo:>8.0f}"
         )
 

@@ -136,11 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("width", "steps", "repeats"):
         if getattr(args, name) < 1:
             parser.error(
-                f"--{name} must be a positive integer, got {getattr(args, name)}"
+                f"--{name} must be a positive integer, got "
+                f"{getattr(args, name)}"
             )
     if args.width <= 10:
         parser.error(
-            f"--width must exceed k_V + 1 = 10 (nothing to compress otherwise), got {args.width}"
+            "--width must exceed k_V + 1 = 10 (nothing to compress "
+            f"otherwise), got {args.width}"
         )
     torch.set_default_dtype(torch.float64)
     torch.set_num_threads(1)

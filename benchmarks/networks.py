@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from math import nan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -280,14 +281,21 @@ def render(results: dict) -> list[str]:
     """Markdown of :func:`main`'s results (read by ``benchmarks/run.py`` into
     ``RESULTS.md``)."""
     out = [
-        "`nn.Sequential(nn.Linear(784, 64), nn.Tanh(), nn.Linear(64, 10))` on 60,000 synthetic inputs in "
-        "[0, 1]^784 with one-hot labels (`benchmarks/networks.py`; each measurement in a fresh process, "
-        "wall time and the process's CPU time, peak resident memory including torch). Goals: expansion "
-        "<= 60 s and <= 1 GB on 2 cores; one closed step and one forecast <= 1 s.",
+        "`nn.Sequential(nn.Linear(784, 64), nn.Tanh(), nn.Linear(64, 10))` on "
+        "60,000 synthetic inputs in "
+        "[0, 1]^784 with one-hot labels (`benchmarks/networks.py`; each "
+        "measurement in a fresh process, "
+        "wall time and the process's CPU time, peak resident memory including "
+        "torch). Goals: expansion "
+        "<= 60 s and <= 1 GB on 2 cores; one closed step and one forecast <= "
+        "1 s.",
         "",
-        "| repeat | load avg | expand s (CPU s) | expand peak MB (before) | coefficients MB (inputs MB) "
-        "| closed step in `train_closed` s (CPU) | `closed_step` call s (CPU) | `gd_step` s (CPU) "
-        "| forecast s (CPU) | torch SGD step s (CPU) | `vmap(hessian)` s/input (CPU) | its 60,000 inputs, h "
+        "| repeat | load avg | expand s (CPU s) | expand peak MB (before) | "
+        "coefficients MB (inputs MB) "
+        "| closed step in `train_closed` s (CPU) | `closed_step` call s (CPU) "
+        "| `gd_step` s (CPU) "
+        "| forecast s (CPU) | torch SGD step s (CPU) | `vmap(hessian)` "
+        "s/input (CPU) | its 60,000 inputs, h "
         "| dense A MB/input |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -295,49 +303,66 @@ def render(results: dict) -> list[str]:
         g = r.get
         out.append(
             f"| {r['repeat']} | {_f(g('load_average', float('nan')), 1)} "
-            f"| {_f(g('expand.expand_s'))} ({_f(g('expand.expand_cpu_s', float('nan')))}) "
+            f"| {_f(g('expand.expand_s'))} "
+            f"({_f(g('expand.expand_cpu_s', float('nan')))}) "
             f"| {g('expand.peak_mb'):.0f} ({g('expand.before_mb'):.0f}) "
             f"| {g('expand.nqf_mb'):.0f} ({g('expand.inputs_mb'):.0f}) "
-            f"| {_f(g('steps.train_closed_per_step_s'))} ({_f(g('steps.train_closed_per_step_cpu_s', float('nan')))}) "
-            f"| {_f(g('steps.closed_step_validated_s'))} ({_f(g('steps.closed_step_validated_cpu_s', float('nan')))}) "
-            f"| {_f(g('steps.gd_step_s'))} ({_f(g('steps.gd_step_cpu_s', float('nan')))}) "
-            f"| {_f(g('steps.forecast_s'))} ({_f(g('steps.forecast_cpu_s', float('nan')))}) "
-            f"| {_f(g('sgd.sgd_step_s'))} ({_f(g('sgd.sgd_step_cpu_s', float('nan')))}) "
-            f"| {_f(g('hessian.per_input_s'))} ({_f(g('hessian.per_input_cpu_s', float('nan')))}) "
-            f"| {g('hessian.extrapolated_60000_h'):.0f} | {g('hessian.dense_A_per_input_mb'):.0f} |"
+            f"| {_f(g('steps.train_closed_per_step_s'))} "
+            f"({_f(g('steps.train_closed_per_step_cpu_s', float('nan')))}) "
+            f"| {_f(g('steps.closed_step_validated_s'))} "
+            f"({_f(g('steps.closed_step_validated_cpu_s', float('nan')))}) "
+            f"| {_f(g('steps.gd_step_s'))} "
+            f"({_f(g('steps.gd_step_cpu_s', float('nan')))}) "
+            f"| {_f(g('steps.forecast_s'))} "
+            f"({_f(g('steps.forecast_cpu_s', float('nan')))}) "
+            f"| {_f(g('sgd.sgd_step_s'))} "
+            f"({_f(g('sgd.sgd_step_cpu_s', float('nan')))}) "
+            f"| {_f(g('hessian.per_input_s'))} "
+            f"({_f(g('hessian.per_input_cpu_s', float('nan')))}) "
+            f"| {g('hessian.extrapolated_60000_h'):.0f} | "
+            f"{g('hessian.dense_A_per_input_mb'):.0f} |"
         )
     if results["growth_width"]:
         out += [
             "",
             "Growth with the hidden width H (m = 60,000):",
             "",
-            "| H | expand s (CPU) | peak MB | closed step s (CPU) | forecast s (CPU) | torch SGD step s (CPU) |",
+            "| H | expand s (CPU) | peak MB | closed step s (CPU) | forecast "
+            "s (CPU) | torch SGD step s (CPU) |",
             "|---|---|---|---|---|---|",
         ]
         for r in results["growth_width"]:
             g = r.get
             out.append(
-                f"| {r['H']} | {_f(g('expand.expand_s'))} ({_f(g('expand.expand_cpu_s', float('nan')))}) "
+                f"| {r['H']} | {_f(g('expand.expand_s'))} "
+                f"({_f(g('expand.expand_cpu_s', float('nan')))}) "
                 f"| {g('expand.peak_mb'):.0f} "
-                f"| {_f(g('steps.train_closed_per_step_s'))} ({_f(g('steps.train_closed_per_step_cpu_s', float('nan')))}) "
-                f"| {_f(g('steps.forecast_s'))} ({_f(g('steps.forecast_cpu_s', float('nan')))}) "
-                f"| {_f(g('sgd.sgd_step_s'))} ({_f(g('sgd.sgd_step_cpu_s', float('nan')))}) |"
+                f"| {_f(g('steps.train_closed_per_step_s'))} "
+                f"({_f(g('steps.train_closed_per_step_cpu_s', nan))}) "
+                f"| {_f(g('steps.forecast_s'))} "
+                f"({_f(g('steps.forecast_cpu_s', float('nan')))}) "
+                f"| {_f(g('sgd.sgd_step_s'))} "
+                f"({_f(g('sgd.sgd_step_cpu_s', float('nan')))}) |"
             )
     if results["growth_inputs"]:
         out += [
             "",
             "Growth with the number of inputs m (H = 64):",
             "",
-            "| m | expand s (CPU) | peak MB | coefficients MB | closed step s (CPU) | forecast s (CPU) |",
+            "| m | expand s (CPU) | peak MB | coefficients MB | closed step s "
+            "(CPU) | forecast s (CPU) |",
             "|---|---|---|---|---|---|",
         ]
         for r in results["growth_inputs"]:
             g = r.get
             out.append(
-                f"| {r['m']:,} | {_f(g('expand.expand_s'))} ({_f(g('expand.expand_cpu_s', float('nan')))}) "
+                f"| {r['m']:,} | {_f(g('expand.expand_s'))} "
+                f"({_f(g('expand.expand_cpu_s', float('nan')))}) "
                 f"| {g('expand.peak_mb'):.0f} | {g('expand.nqf_mb'):.0f} "
-                f"| {_f(g('steps.train_closed_per_step_s'))} ({_f(g('steps.train_closed_per_step_cpu_s', float('nan')))}) "
-                f"| {_f(g('steps.forecast_s'))} ({_f(g('steps.forecast_cpu_s', float('nan')))}) |"
+                f"| {_f(g('steps.train_closed_per_step_s'))} "
+                f"({_f(g('steps.train_closed_per_step_cpu_s', nan))}) "
+                f"| {_f(g('steps.forecast_s'))} "
+                f"({_f(g('steps.forecast_cpu_s', float('nan')))}) |"
             )
     return out
 

@@ -97,8 +97,10 @@ def machine() -> list[str]:
         blas = "threadpoolctl not installed"
     return [
         f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-        f"- CPU: {cpu}, {os.cpu_count()} logical cores; load average {os.getloadavg()[0]:.2f}",
-        f"- Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+        f"- CPU: {cpu}, {os.cpu_count()} logical cores; load average "
+        f"{os.getloadavg()[0]:.2f}",
+        f"- Python {platform.python_version()}, numpy {np.__version__}, scipy "
+        f"{scipy.__version__}, "
         f"torch {torch.__version__} ({torch.get_num_threads()} threads)",
         f"- BLAS/OpenMP pools: {blas}",
     ]
@@ -111,12 +113,16 @@ def closed_vs_explicit(m: int = 50, p: int = 20) -> list[str]:
     y = rng("bench", "labels").standard_normal(m)
     lr = 1e-3
     rows = [
-        "One call validates its arguments (for `closed_step`: that (M, mu) is realisable at width d); "
-        "a training loop (`train`, `train_closed`) validates once and then only steps, recording the "
+        "One call validates its arguments (for `closed_step`: that (M, mu) is "
+        "realisable at width d); "
+        "a training loop (`train`, `train_closed`) validates once and then "
+        "only steps, recording the "
         "predictions at every step.",
         "",
-        "| d | explicit `gd_step` call ms | closed `closed_step` call ms | call ratio "
-        "| explicit step in `train` ms | closed step in `train_closed` ms | **loop ratio** "
+        "| d | explicit `gd_step` call ms | closed `closed_step` call ms | "
+        "call ratio "
+        "| explicit step in `train` ms | closed step in `train_closed` ms | "
+        "**loop ratio** "
         "| op-count ratio | max rel. pred. diff (5 steps) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -156,13 +162,16 @@ def closed_vs_explicit(m: int = 50, p: int = 20) -> list[str]:
         ops_exp = 2 * p * p * d + 2 * p * d + 2 * m * p * p
         ops_clo = 2 * m * p * p + 4 * p**3 + 6 * p * p
         rows.append(
-            f"| {d:.0e} | {1e3 * t_exp:.3f} | {1e3 * t_clo:.3f} | {t_exp / t_clo:.1f} | {1e3 * t_exp_loop:.3f} "
-            f"| {1e3 * t_clo_loop:.4f} | **{t_exp_loop / t_clo_loop:.0f}** | {ops_exp / ops_clo:.1f} | {diff:.1e} |"
+            f"| {d:.0e} | {1e3 * t_exp:.3f} | {1e3 * t_clo:.3f} | "
+            f"{t_exp / t_clo:.1f} | {1e3 * t_exp_loop:.3f} "
+            f"| {1e3 * t_clo_loop:.4f} | **{t_exp_loop / t_clo_loop:.0f}** | "
+            f"{ops_exp / ops_clo:.1f} | {diff:.1e} |"
         )
     flat = max(closed_times) / min(closed_times)
     rows.append("")
     rows.append(
-        f"Closed step, slowest/fastest over d = 1e2..1e5: {flat:.2f} (flat in d: the width is a number)."
+        f"Closed step, slowest/fastest over d = 1e2..1e5: {flat:.2f} (flat in "
+        "d: the width is a number)."
     )
     return rows
 
@@ -187,14 +196,16 @@ def compressed_vs_full(
     diff = float(np.max(np.abs(ff - fc)) / np.max(np.abs(ff)))
     assert diff < 1e-8, f"compressed twin drifts: {diff:.3g}"
     return [
-        f"m = {m}, p = {p}, k_V = {kv}, full width d = {d}, twin width {Ws.shape[1]}.",
+        f"m = {m}, p = {p}, k_V = {kv}, full width d = {d}, twin width "
+        f"{Ws.shape[1]}.",
         "",
         "| model | width | ms per GD step |",
         "|---|---|---|",
         f"| full | {d} | {1e3 * t_full:.3f} |",
         f"| compressed twin (Thm 3) | {Ws.shape[1]} | {1e3 * t_small:.3f} |",
         "",
-        f"Speed-up {t_full / t_small:.0f}x; max relative prediction difference after {steps} steps: {diff:.1e}.",
+        f"Speed-up {t_full / t_small:.0f}x; max relative prediction "
+        f"difference after {steps} steps: {diff:.1e}.",
     ]
 
 
@@ -205,10 +216,14 @@ def glv_range(n_modes: int = 1000) -> list[str]:
     r, c = pm.r, pm.C
     C = np.diag(c)
     rows = [
-        f"{n_modes} modes, r_k = k^-0.8, V_k = k^-2 (Fig. 3 right); times up to t = 1.5 ln(1/eps)/r_1000 "
-        "(all modes switched on); errors are max |z - z_exact|/z_exact over 50 log-spaced times and all modes.",
+        f"{n_modes} modes, r_k = k^-0.8, V_k = k^-2 (Fig. 3 right); times up "
+        "to t = 1.5 ln(1/eps)/r_1000 "
+        "(all modes switched on); errors are max |z - z_exact|/z_exact over "
+        "50 log-spaced times and all modes.",
         "",
-        "| eps | exact Eq. 39 ms | `glv_integrate` (DOP853, ln z) s | its max rel. err | scipy `solve_ivp` on z' = z(r - c z) (ln z, vector) s | its max rel. err | finite |",
+        "| eps | exact Eq. 39 ms | `glv_integrate` (DOP853, ln z) s | its max "
+        "rel. err | scipy `solve_ivp` on z' = z(r - c z) (ln z, vector) s | "
+        "its max rel. err | finite |",
         "|---|---|---|---|---|---|---|",
     ]
     for eps in (1e-1, 1e-10, 1e-30):
@@ -240,13 +255,17 @@ def glv_range(n_modes: int = 1000) -> list[str]:
             for z in (exact, z_glv, z_ivp)
         )
         rows.append(
-            f"| {eps:.0e} | {1e3 * t_exact:.2f} | {t_glv:.2f} | {err_glv:.1e} | {t_ivp:.2f} | {err_ivp:.1e} | {finite} |"
+            f"| {eps:.0e} | {1e3 * t_exact:.2f} | {t_glv:.2f} | {err_glv:.1e} "
+            f"| {t_ivp:.2f} | {err_ivp:.1e} | {finite} |"
         )
     rows += [
         "",
-        "The closed form is the reference. Both integrators use scipy's RMS error norm over all 1000 components, "
-        "so one saturated fast mode (r = 1, stable with rate 1) may drift by far more than rtol while the "
-        "steps grow long at late times: their worst relative error sits there, not at small z.",
+        "The closed form is the reference. Both integrators use scipy's RMS "
+        "error norm over all 1000 components, "
+        "so one saturated fast mode (r = 1, stable with rate 1) may drift by "
+        "far more than rtol while the "
+        "steps grow long at late times: their worst relative error sits "
+        "there, not at small z.",
     ]
     # discrete GLV over 1e5 GD steps (Eq. 21 in the eigenbasis), 50 modes, eps
     # = 1e-30
@@ -259,9 +278,12 @@ def glv_range(n_modes: int = 1000) -> list[str]:
     ]
     rows += [
         "",
-        f"`gd_discrete_glv`, 50 modes, eps = 1e-30, {n:.0e} steps of lr = {lr}: {t_d:.2f} s, all finite: "
-        f"{bool(np.all(np.isfinite(zd)))}, max rel. deviation from gradient flow at the end "
-        f"{float(np.max(np.abs(zd[-1] - exact) / exact)):.1e} (an O(lr) discretisation effect).",
+        f"`gd_discrete_glv`, 50 modes, eps = 1e-30, {n:.0e} steps of lr = "
+        f"{lr}: {t_d:.2f} s, all finite: "
+        f"{bool(np.all(np.isfinite(zd)))}, max rel. deviation from gradient "
+        "flow at the end "
+        f"{float(np.max(np.abs(zd[-1] - exact) / exact)):.1e} (an O(lr) "
+        "discretisation effect).",
     ]
     return rows
 
@@ -279,8 +301,10 @@ def chapters() -> list[str]:
 
     rows, total, _ = measure(toc_paths())
     head = [
-        f"Each notebook in a fresh kernel process (nbclient), peak RSS of the kernel's process tree sampled by psutil; "
-        f"budgets {CHAPTER_SECONDS:.0f} s and {PEAK_BYTES / 1e9:.1f} GB per chapter, {BOOK_SECONDS:.0f} s for the book.",
+        "Each notebook in a fresh kernel process (nbclient), peak RSS of the "
+        "kernel's process tree sampled by psutil; "
+        f"budgets {CHAPTER_SECONDS:.0f} s and {PEAK_BYTES / 1e9:.1f} GB per "
+        f"chapter, {BOOK_SECONDS:.0f} s for the book.",
         "",
         "| chapter | wall s | kernel CPU s | peak MB | budget |",
         "|---|---|---|---|---|",
@@ -289,7 +313,8 @@ def chapters() -> list[str]:
         head
         + rows
         + [
-            f"| **whole book** | {total:.1f} | | | {'ok' if total <= BOOK_SECONDS else 'OVER'} |"
+            f"| **whole book** | {total:.1f} | | | "
+            f"{'ok' if total <= BOOK_SECONDS else 'OVER'} |"
         ]
     )
 
@@ -323,10 +348,12 @@ def fresh_clone() -> list[str]:
     )
     steps = re.findall(r"^== (\d)/\d done in (\d+) s$", run.stdout, flags=re.M)
     lines = [
-        f"Commit {head}, cloned into an empty folder; `bash scripts/run_tests.sh` there, including "
+        f"Commit {head}, cloned into an empty folder; `bash "
+        "scripts/run_tests.sh` there, including "
         f"creating `.venv` and installing the pinned requirements.",
         "",
-        f"- exit status {run.returncode} ({'passed' if run.returncode == 0 else 'FAILED'}), "
+        f"- exit status {run.returncode} "
+        f"({'passed' if run.returncode == 0 else 'FAILED'}), "
         f"**{total:.0f} s** in all (budget: `.ci/run` under 30 min)",
     ]
     lines += [f"- step {n}: {s} s" for n, s in steps]
@@ -343,7 +370,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--fresh-clone",
         action="store_true",
-        help="section (e): clone the repository and time the test command there (~20 min)",
+        help="section (e): clone the repository and time the test command "
+        "there (~20 min)",
     )
     args = parser.parse_args(argv)
     out = [

@@ -111,7 +111,8 @@ def installed(python: Path) -> dict[str, Version]:
     holds."""
     code = (
         "import importlib.metadata as m, json;"
-        "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
+        "print(json.dumps({d.metadata['Name']: d.version for d in "
+        "m.distributions()}))"
     )
     return {
         canonicalize_name(k): Version(v)
@@ -121,7 +122,10 @@ def installed(python: Path) -> dict[str, Version]:
 
 def requirements_of(python: Path, dist: str) -> list[Requirement]:
     """The unconditional requirements of an installed distribution."""
-    code = f"import importlib.metadata as m, json; print(json.dumps(m.requires({dist!r}) or []))"
+    code = (
+        "import importlib.metadata as m, json; "
+        f"print(json.dumps(m.requires({dist!r}) or []))"
+    )
     reqs = [
         Requirement(r) for r in json.loads(_run(str(python), "-I", "-c", code))
     ]
@@ -149,7 +153,8 @@ def constraints(
             version, prereleases=True
         ):
             given_up.append(
-                f"{name}: Colab has {version}, torch {TORCH_HERE} requires {req.specifier}"
+                f"{name}: Colab has {version}, torch {TORCH_HERE} requires "
+                f"{req.specifier}"
             )
             continue
         lines.append(f"{name}=={version}")
@@ -175,7 +180,8 @@ def make_env(target: Path, freeze: Path = FREEZE) -> int:
     colab = read_freeze(freeze)
     python = target / "bin" / "python"
     stamp = target / ".colab-freeze"
-    key = f"{freeze.read_text(encoding='utf-8')}|{TORCH_HERE}|{READER_PACKAGES}|{sys.version}"
+    freeze_text = freeze.read_text(encoding="utf-8")
+    key = f"{freeze_text}|{TORCH_HERE}|{READER_PACKAGES}|{sys.version}"
     if stamp.is_file() and stamp.read_text(encoding="utf-8") == key:
         print(f"[colab] {target} is up to date")
         return 0
@@ -191,7 +197,8 @@ def make_env(target: Path, freeze: Path = FREEZE) -> int:
         "--disable-pip-version-check",
     ]
     print(
-        f"[colab] Python {sys.version.split()[0]} here; Colab runs Python {python_version()}"
+        f"[colab] Python {sys.version.split()[0]} here; Colab runs Python "
+        f"{python_version()}"
     )
     subprocess.run([*pip, f"pip=={colab['pip']}"], check=True)
     # torch first: its requirements decide which of Colab's pins cannot hold
@@ -206,10 +213,12 @@ def make_env(target: Path, freeze: Path = FREEZE) -> int:
     )
     have = installed(python)
     print(
-        f"[colab] {len(have)} packages installed; where they differ from Colab's list:"
+        f"[colab] {len(have)} packages installed; where they differ from "
+        "Colab's list:"
     )
     print(
-        f"[colab]   torch {have['torch']}: Colab has {colab['torch']} (the CPU wheel on this machine's disk)"
+        f"[colab]   torch {have['torch']}: Colab has {colab['torch']} (the "
+        "CPU wheel on this machine's disk)"
     )
     for line in given_up:
         print(f"[colab]   pin given up: {line}")

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 
-# noqa: E402  (the book's index: pages, numbers, titles, labels)
-import editions
+# the book's index: pages, numbers, titles, labels
+import editions  # noqa: E402
 
 #: prose read carefully, with its equations
 WORDS_PER_MINUTE = 200
@@ -41,7 +41,8 @@ WEEKS = (
     (
         "Real networks",
         (3,),
-        "when the NQF tracks a trained network: twins, ensembles, online teachers, real images",
+        "when the NQF tracks a trained network: twins, ensembles, online "
+        "teachers, real images",
     ),
     (
         "Closure and compression",
@@ -170,7 +171,8 @@ def page_rows(
     ]
     if missing:
         raise ValueError(
-            f"benchmarks/chapters.json has no measurement of {missing}: run benchmarks/chapters.py"
+            f"benchmarks/chapters.json has no measurement of {missing}: run "
+            "benchmarks/chapters.py"
         )
     rows = []
     for page in pages:
@@ -209,7 +211,7 @@ def page_rows(
     return rows
 
 
-# ------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------
 # tables
 
 
@@ -229,20 +231,25 @@ def chapter_table(rows: list[PageRow]) -> str:
     """The chapters at a glance, as a MyST table: a row per page (a chapter's
     later pages indented)."""
     lines = [
-        "| Chapter | Needs | Reading | Running | Peak memory | Figures | Claims | Exercises (coding + pen) | Level |",
+        "| Chapter | Needs | Reading | Running | Peak memory | Figures | "
+        "Claims | Exercises (coding + pen) | Level |",
         "|:---|:---|---:|---:|---:|---:|---:|:---:|:---:|",
     ]
     for r in rows:
         first = "." not in r.number
         lines.append(
-            f"| {_link(r) if first else '↳ ' + _link(r)} | {', '.join(r.needs) or '—'} | {r.read} min "
-            f"| {r.run:.0f} s | {r.peak} MB | {r.figures} | {r.claims} | {len(r.coding)} + {r.pen} "
+            f"| {_link(r) if first else '↳ ' + _link(r)} | "
+            f"{', '.join(r.needs) or '—'} | {r.read} min "
+            f"| {r.run:.0f} s | {r.peak} MB | {r.figures} | {r.claims} | "
+            f"{len(r.coding)} + {r.pen} "
             f"| {level(r.chapter) if first else ''} |"
         )
     total = totals(rows)
     lines.append(
-        f"| **All {len({r.chapter for r in rows})} chapters ({len(rows)} pages)** | | **{total['read']} min** "
-        f"| **{total['run']:.0f} s** | **{total['peak']} MB** | **{total['figures']}** | **{total['claims']}** "
+        f"| **All {len({r.chapter for r in rows})} chapters ({len(rows)} "
+        f"pages)** | | **{total['read']} min** "
+        f"| **{total['run']:.0f} s** | **{total['peak']} MB** | "
+        f"**{total['figures']}** | **{total['claims']}** "
         f"| **{total['coding']} + {total['pen']}** | |"
     )
     return "\n".join(lines)
@@ -301,7 +308,8 @@ def check_plan(rows: list[PageRow], weeks: list[Week]) -> None:
     """Every page in exactly one week, and the weeks' sums equal the book's."""
     planned = [p.number for w in weeks for p in w.pages]
     assert sorted(planned, key=_key) == [r.number for r in rows], (
-        f"the plan covers pages {sorted(planned, key=_key)}, the book has {[r.number for r in rows]}"
+        f"the plan covers pages {sorted(planned, key=_key)}, the book has "
+        f"{[r.number for r in rows]}"
     )
     total = totals(rows)
     assert sum(w.read for w in weeks) == total["read"], (
@@ -326,31 +334,36 @@ def check_plan(rows: list[PageRow], weeks: list[Week]) -> None:
         for p in sorted(w.pages, key=lambda p: _key(p.number)):
             missing = [n for n in p.needs if n not in done]
             assert not missing, (
-                f"week {w.number}: page {p.number} needs {missing}, not read yet"
+                f"week {w.number}: page {p.number} needs {missing}, not read "
+                "yet"
             )
             done.add(p.number)
 
 
 def plan_table(weeks: list[Week]) -> str:
     lines = [
-        "| Week | Topic | Pages | Reading | Running | Coding exercises to assign | Pen exercises |",
+        "| Week | Topic | Pages | Reading | Running | Coding exercises to "
+        "assign | Pen exercises |",
         "|:---:|:---|:---|---:|---:|:---|---:|",
     ]
     for w in weeks:
         pages = ", ".join(p.number for p in w.pages)
         assign = ", ".join(f"`{k}`" for k in w.coding) or "—"
         lines.append(
-            f"| {w.number} | **{w.topic}**: {w.what} | {pages} | {w.read} min | {w.run:.0f} s | {assign} | {w.pen} |"
+            f"| {w.number} | **{w.topic}**: {w.what} | {pages} | {w.read} min "
+            f"| {w.run:.0f} s | {assign} | {w.pen} |"
         )
     lines.append(
-        f"| **All** | | **{sum(len(w.pages) for w in weeks)} pages** | **{sum(w.read for w in weeks)} min** "
-        f"| **{sum(w.run for w in weeks):.0f} s** | **{sum(len(w.coding) for w in weeks)}** "
+        f"| **All** | | **{sum(len(w.pages) for w in weeks)} pages** | "
+        f"**{sum(w.read for w in weeks)} min** "
+        f"| **{sum(w.run for w in weeks):.0f} s** | "
+        f"**{sum(len(w.coding) for w in weeks)}** "
         f"| **{sum(w.pen for w in weeks)}** |"
     )
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------
 # the map
 
 

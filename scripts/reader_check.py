@@ -77,7 +77,10 @@ def seen_by_reader(nb: nbformat.NotebookNode, outputs: str) -> str | None:
         "show_numbers({\n    '" in setup
         and "Numbers quoted in the text" not in outputs
     ):
-        return "no number the text quotes was printed (the post-run-cell hook did not run)"
+        return (
+            "no number the text quotes was printed (the post-run-cell hook "
+            "did not run)"
+        )
     if any(
         "slider_explorer" in c.source
         for c in nb.cells
@@ -200,7 +203,8 @@ def main() -> int:
     first, rest = args.notebooks[0], args.notebooks[1:]
     results = [run_twice(first, args.repo, args.timeout, args.save)]
     print(
-        f"[reader] {results[0][0]}: {results[0][1]:.0f} s {'ok' if results[0][2] is None else 'FAILED'}",
+        f"[reader] {results[0][0]}: {results[0][1]:.0f} s "
+        f"{'ok' if results[0][2] is None else 'FAILED'}",
         flush=True,
     )
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -209,7 +213,8 @@ def main() -> int:
         ):
             results.append((name, seconds, error))
             print(
-                f"[reader] {name}: {seconds:.0f} s {'ok' if error is None else 'FAILED'}",
+                f"[reader] {name}: {seconds:.0f} s "
+                f"{'ok' if error is None else 'FAILED'}",
                 flush=True,
             )
     after, whole_after = versions(), environment()
@@ -223,7 +228,8 @@ def main() -> int:
     }
     if changed:
         print(
-            f"[reader] installing nqf_lite changed the reader's packages (before, after): {changed}",
+            "[reader] installing nqf_lite changed the reader's packages "
+            f"(before, after): {changed}",
             file=sys.stderr,
         )
         return 1
@@ -232,7 +238,8 @@ def main() -> int:
         print(f"[reader] {name} FAILED: {error}", file=sys.stderr)
     if after != before:
         print(
-            f"[reader] installing nqf_lite changed the reader's packages: {before} -> {after}",
+            "[reader] installing nqf_lite changed the reader's packages: "
+            f"{before} -> {after}",
             file=sys.stderr,
         )
         return 1

@@ -100,7 +100,8 @@ def set_repository_url(root: Path, new: str) -> list[Path]:
     )
     if n != 1:
         raise ValueError(
-            f"expected one 'url: {old}' line under repository: in {config}, found {n}"
+            f"expected one 'url: {old}' line under repository: in {config}, "
+            f"found {n}"
         )
     if updated != text:
         config.write_text(updated, encoding="utf-8")

@@ -83,8 +83,10 @@ def test_mlp_forward_and_permutation_symmetry():
     assert abs(_f(f, W[:, perm], x) - expected) < 1e-14
     fv = ar.mlp_module(k, "gelu", V=2)
     Wv = rng.normal(size=(k + 2, d))
-    # noqa: E731
-    gelu = lambda z: 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))
+
+    def gelu(z):
+        return 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))
+
     expected_v = Wv[k:] @ gelu(Wv[:k].T @ x)
     np.testing.assert_allclose(_f(fv, Wv, x), expected_v, atol=1e-14)
 

@@ -278,7 +278,8 @@ def test_bad_inputs(kwargs, err, match):
 def test_relu_layer_is_rejected():
     from nqf_lite import NotSmoothError
 
-    # noqa: E731
-    relu = lambda W, x: (torch.relu(torch.as_tensor(x) @ W[:-1]) * W[-1]).sum()
+    def relu(W, x):
+        return (torch.relu(torch.as_tensor(x) @ W[:-1]) * W[-1]).sum()
+
     with pytest.raises(NotSmoothError):
         predict_learning(relu, [np.ones(2)], [1.0], 3, eps=1e-6, lr=0.1)
