@@ -141,7 +141,7 @@ def run_twice(
                             [c.get("outputs", []) for c in nb.cells],
                             default=str,
                         )
-        # noqa: BLE001 -- report the cell's error, whatever it is
+        # a broad except on purpose: report the cell's error, whatever it is
         except Exception as exc:
             return (
                 path.name,

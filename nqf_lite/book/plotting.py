@@ -256,7 +256,7 @@ def _attach_figure_data() -> None:
         meta = original(fig)
         try:
             data = figure_data(fig)
-        # noqa: BLE001 - a figure is still shown when its data cannot be read
+        # a broad except on purpose: a figure is still shown when its data cannot be read
         except Exception:
             return meta
         return {**(meta or {}), FIGURE_DATA_KEY: data}
