@@ -1,12 +1,10 @@
 """The numbers Sphinx gave the book, as the editions quote them.
 
-:func:`collect` reads them from a built Sphinx environment: section
-numbers from ``env.toc_secnumbers`` (with the rule of Sphinx's ``std``
-domain), figures, equations and exercises from ``env.toc_fignumbers``, the
-labels from the ``std`` and ``math`` domains, the exercises from
-sphinx-exercise's registry and the boxes from sphinx-proof's list.  The
-result is committed as ``_ext/editions_numbers.json``
-(:data:`NUMBERS_FILE`), so that the editions can be written, and checked,
+:func:`collect` reads them from a built environment: sections from
+``env.tocs`` and ``env.toc_secnumbers``, figures, equations and exercises
+from ``env.toc_fignumbers``, labels from the ``std`` and ``math`` domains,
+sphinx-exercise's registry and sphinx-proof's list.  They are committed as
+``_ext/editions_numbers.json``: the editions are written, and checked,
 without a build.
 """
 
@@ -37,80 +35,62 @@ def _markdown(node: nodes.Node) -> str:
     return "".join(_markdown(child) for child in node.children)
 
 
-def _sections(env: Any, doc: str) -> dict[str, tuple[str | None, str]]:
-    """``anchor -> (number, title)`` of a page's sections, in page order."""
-    secnumbers = env.toc_secnumbers.get(doc, {})
-    return {
-        ref["anchorname"]: (
-            _number(secnumbers.get(ref["anchorname"])),
-            _markdown(ref).strip(),
-        )
-        for ref in env.tocs[doc].findall(nodes.reference)
-    }
-
-
 def collect(env: Any, docs: list[str] | None = None) -> dict[str, Any]:
-    """Every number and title the editions quote, from a built ``env``.
-
-    ``docs`` (default: every page) limits them to the pages the table of
-    contents lists by name (not the generated API pages).
-    """
+    """Every number and title the editions quote, from a built ``env``;
+    ``docs``: only these pages (default: all)."""
     figs = env.toc_fignumbers
-    docs = sorted(d for d in docs or env.all_docs if d in env.tocs)
-    sections = {d: _sections(env, d) for d in docs}
+    sections = {}  # doc -> anchor -> [number, title], in page order
+    for doc in sorted(d for d in docs or env.all_docs if d in env.tocs):
+        secnumbers = env.toc_secnumbers.get(doc, {})
+        sections[doc] = {
+            ref["anchorname"]: [
+                _number(secnumbers.get(ref["anchorname"])),
+                _markdown(ref).strip(),
+            ]
+            for ref in env.tocs[doc].findall(nodes.reference)
+        }
     labels: dict[str, dict] = {}
 
-    def add(label, kind, doc, number, title, box=""):
-        if doc not in sections:
-            return
-        labels[label] = {
-            "kind": kind,
-            "doc": doc,
-            "number": number,
-            "title": " ".join(title.split()),
-            "box": box,
-        }
+    def add(label, kind, doc, number, title="", box=""):
+        if doc in sections:
+            title = " ".join(title.split())
+            labels[label] = dict(kind=kind, doc=doc, number=_number(number),
+                                 title=title, box=box)  # fmt: skip
 
     for label, (doc, labelid, title) in env.domaindata["std"][
         "labels"
     ].items():
-        if doc not in sections:
-            continue
         if labelid in figs.get(doc, {}).get("figure", {}):
-            number = _number(figs[doc]["figure"][labelid])
-            add(label, "figure", doc, number, title)
-            continue
-        node = env.get_doctree(doc).ids.get(labelid)
-        if isinstance(node, nodes.section):
-            # the std domain's rule: a section without a number of its
-            # own takes its page's
+            add(label, "figure", doc, figs[doc]["figure"][labelid], title)
+        elif doc in sections:
+            node = env.get_doctree(doc).ids.get(labelid)
+            if not isinstance(node, nodes.section):
+                continue
             own = "#" + node["ids"][0]
             if isinstance(node.parent, nodes.document):
-                own = ""
+                own = ""  # the page title
+            # the std domain's rule: a section without a number takes its
+            # page's
             secnumbers = env.toc_secnumbers.get(doc, {})
             number = secnumbers.get(own if own in secnumbers else "")
-            title = sections[doc].get(own, (None, title))[1]
-            add(label, "section", doc, _number(number), title)
+            title = sections[doc].get(own, [None, title])[1]
+            add(label, "section", doc, number, title)
     for label, (doc, _) in env.domaindata["math"]["objects"].items():
         node_id = nodes.make_id(f"equation-{label}")
         number = figs.get(doc, {}).get("displaymath", {}).get(node_id)
-        add(label, "equation", doc, _number(number), "")
-    registry = getattr(env, "sphinx_exercise_registry", {})
-    for label, entry in registry.items():
+        add(label, "equation", doc, number)
+    for label, entry in getattr(env, "sphinx_exercise_registry", {}).items():
+        doc, title = entry["docname"], entry["node"].children[0].astext()
         if entry["type"] == "exercise":
-            doc = entry["docname"]
             number = figs.get(doc, {}).get("exercise", {}).get(label)
-            title = entry["node"].children[0].astext()
-            title = title.removeprefix("Exercise").strip()
-            add(label, "exercise", doc, _number(number), title)
-    box_titles = getattr(env, "nqf_box_titles", {})
+            title = title.removeprefix("Exercise")
+            add(label, "exercise", doc, number, title)
+    box_titles = getattr(env, "nqf_box_titles", {})  # see paper_boxes
     for label, entry in getattr(env, "proof_list", {}).items():
         doc, kind = entry["docname"], entry["realtype"]
         number = figs.get(doc, {}).get(entry["countertype"], {}).get(label)
-        title = box_titles.get(label, (doc, ""))[1].strip()
-        if title.startswith("(") and title.endswith(")"):  # as stored
-            title = title[1:-1]
-        add(label, "box", doc, _number(number), title, kind)
+        title = box_titles.get(label, (doc, "()"))[1].strip()[1:-1]
+        add(label, "box", doc, number, title, kind)
     formats = env.config.numfig_format
     return {
         "formats": {
@@ -133,12 +113,7 @@ def load(path: Path = NUMBERS_FILE) -> dict[str, Any]:
             f"{path}: missing; build the book, or run scripts/editions.py"
             " --numbers-from _build/.doctrees/environment.pickle"
         )
-    numbers = json.loads(path.read_text(encoding="utf-8"))
-    # JSON has lists, the sections are pairs
-    numbers["sections"] = {
-        d: [tuple(s) for s in v] for d, v in numbers["sections"].items()
-    }
-    return numbers
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def from_pickle(path: Path, docs: list[str]) -> dict[str, Any]:

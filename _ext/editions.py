@@ -75,21 +75,6 @@ class EditionError(ValueError):
     """Markup the editions cannot render, or a label nobody defines."""
 
 
-class Labels(dict):
-    """``label -> Target``, in any case (Sphinx lower-cases std labels)."""
-
-    def get(self, label: str, default: Any = None) -> Any:
-        return super().get(label, super().get(label.lower(), default))
-
-    def __getitem__(self, label: str) -> Target:
-        if (target := self.get(label)) is None:
-            raise KeyError(label)
-        return target
-
-    def __contains__(self, label: object) -> bool:
-        return self.get(str(label)) is not None
-
-
 @dataclass
 class Book:
     """What a chapter's references can point at."""
@@ -105,7 +90,7 @@ class Book:
 
     def __post_init__(self) -> None:
         items = self.numbers["labels"].items()
-        self.labels = Labels({k: Target(**v) for k, v in items})
+        self.labels = {k: Target(**v) for k, v in items}
 
 
 def toc_docs(root: Path) -> list[str]:
@@ -180,7 +165,8 @@ class Context:
 
 
 def _target(ctx: Context, label: str, role: str) -> Target:
-    target = ctx.book.labels.get(label)
+    labels = ctx.book.labels  # the std domain's labels are lower case
+    target = labels.get(label) or labels.get(label.lower())
     if target is None and ctx.book.strict:
         raise EditionError(f"{ctx.doc}: {{{role}}} to unknown label {label!r}")
     if target is None:

@@ -246,7 +246,7 @@ NUMBERS = {
             ),
         ]
     },
-    "sections": {"x": [("4", "Title"), ("4.2", "W"), ("4.2.1", "Sub")]},
+    "sections": {"x": [["4", "Title"], ["4.2", "W"], ["4.2.1", "Sub"]]},
 }
 
 
@@ -459,9 +459,9 @@ def test_numbers_are_read_from_the_sphinx_environment(built_env):
     assert labels["ex-two"] == "2.1" and labels["thm-nine"] is None
     assert numbers["labels"]["sec-b"]["title"] == "Second $x$"
     assert numbers["sections"]["one"] == [
-        ("1", "One"),
-        ("1.1", "First"),
-        ("1.2", "Second $x$"),
+        ["1", "One"],
+        ["1.1", "First"],
+        ["1.2", "Second $x$"],
     ]
     assert numbers["formats"]["equation"] == "Eq. ({number})"
     assert N.collect(built_env, ["one"])["labels"].keys() == {
