@@ -563,7 +563,7 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     from sphinx.errors import ExtensionError
 
     root, path = Path(app.srcdir), edition_numbers.NUMBERS_FILE
-    docs = [p.doc for p in load_book(root).pages]
+    docs = toc_docs(root)
     numbers = edition_numbers.dumps(edition_numbers.collect(app.env, docs))
     stale = [path] if path.read_text("utf-8") != numbers else []
     path.write_text(numbers, encoding="utf-8")

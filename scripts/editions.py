@@ -52,7 +52,11 @@ def main() -> int:
         for doc in (page.doc for page in editions.chapters(book)):
             for name in editions.EDITIONS:
                 path = editions.edition_path(ROOT, doc, name)
-                text = editions.dumps(editions.edition(book, doc, name))
+                try:
+                    text = editions.dumps(editions.edition(book, doc, name))
+                except editions.EditionError as e:
+                    stale.append(f"{path.relative_to(ROOT)} ({e})")
+                    continue
                 if not path.is_file() or path.read_text("utf-8") != text:
                     stale.append(path.relative_to(ROOT))
         for path in stale:
