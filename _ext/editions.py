@@ -394,44 +394,53 @@ def _code(cell_id: str, text: str, hidden_title: str | None = None) -> Any:
     return new_code_cell(text, id=cell_id, metadata=metadata)
 
 
+INTRO = """*{number}Neural Quadratic Forms: an executable book*, version \
+{release.version} ({release.released}; {book.repository}). This is \
+the **{edition} edition**: \
+{what}
+
+Run the cells from the top (in Colab: *Runtime → Run all*); the first one \
+installs `nqf_lite` if it is missing. Numbers the text quotes read ⟨name⟩: \
+each is printed under the cell that computes it. Every claim the text makes \
+is checked by the code, for any random seed: run `%env NQF_SEED=7` before \
+the first cell to redraw every random quantity."""
+WHAT = {
+    "reader": "the same text, code and checks as the page, in plain notebook "
+    "form. Solutions are folded: click *Solution* to open one.",
+    "student": "the solutions are removed. Each coding exercise has a cell "
+    "that says `...  # your code`: complete it, then run the check cell below "
+    "it, which answers right, or wrong with a hint.",
+}
+SETUP = """{install}
+
+# Which edition this is; nqf_lite.about.report() prints a problem report
+from nqf_lite.about import edition
+
+edition({stem!r}, {release.version!r})
+
+# Numbers the text quotes, with the format the page prints them in
+from nqf_lite.claims import show_numbers
+
+show_numbers({{
+{spec}}})
+"""
+
+
 def _intro(ctx: Context, number: str | None) -> str:
     number = f"Chapter {number} of " if number else ""
     release = book_meta.edition(ctx.book.root)
-    what = (
-        "This is the **student edition**: the solutions are removed. Each "
-        "coding exercise has a cell that says `...  # your code`: complete "
-        "it, then run the check cell below it, which answers right, or wrong "
-        "with a hint."
-        if ctx.edition == "student"
-        else "This is the **reader edition**: the same text, code and checks "
-        "as the page, in plain notebook form. Solutions are folded: click "
-        "*Solution* to open one."
-    )
-    return (
-        f"*{number}Neural Quadratic Forms: an executable book*, version "
-        f"{release.version} ({release.released}; {ctx.book.repository}). "
-        f"{what}\n\nRun the cells from the top (in Colab: *Runtime → Run "
-        "all*); the first one installs `nqf_lite` if it is missing. Numbers "
-        "the text quotes read ⟨name⟩: each is printed under the cell that "
-        "computes it. Every claim the text makes is checked by the code, for "
-        "any random seed: run `%env NQF_SEED=7` before the first cell to "
-        "redraw every random quantity."
-    )
+    what = WHAT[ctx.edition]
+    return INTRO.format(number=number, release=release, book=ctx.book,
+                        edition=ctx.edition, what=what)  # fmt: skip
 
 
 def _setup_cell(ctx: Context, install: str) -> Any:
     """The install cell, then ``edition(...)`` and ``show_numbers(...)``."""
+    install = install.rstrip("\n").replace('"nqf_lite @', '"nqf_lite[book] @')
     spec = "".join(f"    {k!r}: {v!r},\n" for k, v in ctx.glued.items())
-    version = book_meta.edition(ctx.book.root).version
-    text = install.rstrip("\n").replace('"nqf_lite @', '"nqf_lite[book] @')
-    text += (
-        "\n\n# Which edition this is; nqf_lite.about.report() prints a "
-        "problem report\nfrom nqf_lite.about import edition\n\n"
-        f"edition({ctx.doc.rsplit('/', 1)[-1]!r}, {version!r})\n"
-        "\n# Numbers the text quotes, with the format the page prints them "
-        "in\nfrom nqf_lite.claims import show_numbers\n\n"
-        f"show_numbers({{\n{spec}}})\n"
-    )
+    release = book_meta.edition(ctx.book.root)
+    text = SETUP.format(install=install, stem=Path(ctx.doc).name,
+                        release=release, spec=spec)  # fmt: skip
     return _code("edition-setup", text, "Set-up: run this cell first")
 
 
