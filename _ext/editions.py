@@ -578,10 +578,7 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     path.write_text(numbers, encoding="utf-8")
     stale += write_all(load_book(root))
     out = Path(app.outdir) / EDITIONS_DIR
-    for name in EDITIONS:
-        (out / name).mkdir(parents=True, exist_ok=True)
-        for nb in sorted((root / EDITIONS_DIR / name).glob("*.ipynb")):
-            shutil.copy2(nb, out / name / nb.name)
+    shutil.copytree(root / EDITIONS_DIR, out, dirs_exist_ok=True)
     with zipfile.ZipFile(out / STUDENT_ZIP, "w", zipfile.ZIP_DEFLATED) as z:
         for nb in sorted((root / EDITIONS_DIR / "student").glob("*.ipynb")):
             z.write(nb, f"nqf-student-notebooks/{nb.name}")

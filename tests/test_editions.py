@@ -487,3 +487,38 @@ def test_an_edition_quotes_the_sphinx_numbers(built_env):
         "See Fig. 2.1, Eq. (2.1), Section 1.2, *Second $x$*.\n"
         "## 1.2 Second $x$"
     )
+
+
+# ------------------------------------------------------------ the HTML page
+
+
+def test_launch_buttons_open_the_reader_edition_and_downloads_offer_all():
+    app = type("App", (), {"srcdir": str(ROOT)})()
+    launch = "https://colab.research.google.com/x/notebooks/04_closure.ipynb"
+    context = {
+        "header_buttons": [
+            {"label": "launch-buttons", "buttons": [{"url": launch}, {}]},
+            {"label": "download-buttons", "buttons": []},
+        ],
+        "body": "<h1>Title</h1><p>text</p>",
+    }
+    E._launch_and_downloads(app, "notebooks/04_closure", "", context, None)
+    launch_group, downloads = context["header_buttons"]
+    assert launch_group["buttons"] == [
+        {"url": launch.replace("notebooks/04", "editions/reader/04")},
+        {},
+    ]
+    assert [b["url"] for b in downloads["buttons"]] == [
+        "../editions/reader/04_closure.ipynb",
+        "../editions/student/04_closure.ipynb",
+        "../pdf/04_closure.pdf",
+        "../pdf/book.pdf",
+    ]
+    assert context["body"].startswith('<h1>Title</h1><p class="chapter-ed')
+    assert (
+        'href="../editions/student/04_closure.ipynb" download>'
+        in (context["body"])
+    )
+    page = {"body": "<h1>T</h1>"}  # a page without a notebook: untouched
+    E._launch_and_downloads(app, "book/glossary", "", page, None)
+    assert page == {"body": "<h1>T</h1>"}
