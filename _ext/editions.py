@@ -23,9 +23,11 @@ and ``tests/test_editions.py`` (before any build) checks the committed
 editions against it.  When a build finds numbers that differ from the file,
 it rewrites the file and the editions, then fails (commit them): a stale
 file cannot pass CI.  Until then a new label reads ``??`` in the editions
-(``scripts/editions.py`` warns; the test and ``--check`` fail).  The build
-also copies the editions into the site, points the launch buttons at them
-and links them (and the chapter's PDF) from the page.
+(``scripts/editions.py`` warns; the test and ``--check`` fail), so a
+chapter that gains a label, a heading or a figure needs one build before
+its editions can be committed.  The build also copies the editions into the
+site, points the launch buttons at them and links them (and the chapter's
+PDF) from the page.
 """
 
 from __future__ import annotations
