@@ -120,9 +120,14 @@ def public_modules(package: str = PACKAGE) -> list[str]:
 def module_page(module: str) -> str:
     """The MyST source of the API page of one module."""
     label = "api-" + module.replace(".", "-").replace("_", "-")
+    options = "   :members:\n"
+    if hasattr(importlib.import_module(module), "__path__"):
+        # a subpackage re-exports its modules' names (``__all__``): they are
+        # documented once, at the module that defines them
+        options += "   :ignore-module-all:\n"
     return (
         f"{GENERATED}\n({label})=\n# `{module}`\n\n"
-        f"```{{eval-rst}}\n.. automodule:: {module}\n   :members:\n```\n"
+        f"```{{eval-rst}}\n.. automodule:: {module}\n{options}```\n"
     )
 
 

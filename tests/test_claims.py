@@ -855,3 +855,13 @@ def test_table_row_value_wins_over_common():
 def test_table_rejects_bad_layout(columns, rows, common, match):
     with pytest.raises(ValueError, match=match):
         Claims("tbl3").table(columns, rows, at_most=1.0, **common)
+
+
+def test_a_subpackage_page_documents_no_reexport():
+    # nqf_lite.expansion re-exports NQF from nqf_lite.expansion.form: one
+    # description only, or every reference to NQF has two targets
+    text = api_docs.module_page("nqf_lite.expansion")
+    assert ":ignore-module-all:" in text
+    assert ":ignore-module-all:" not in api_docs.module_page(
+        "nqf_lite.expansion.form"
+    )
