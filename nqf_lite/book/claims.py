@@ -524,6 +524,111 @@ class Claims:
             raise ClaimFailed("\n".join(failures))
         return values
 
+    def slope(
+        self,
+        key: str,
+        statement: str,
+        x: object,
+        y: object,
+        *,
+        expected: float,
+        model_error: float,
+        window: tuple[float, float] | None = None,
+        source: str = "",
+        kind: str = "prediction",
+    ) -> np.ndarray:
+        """Check the mean log-log slope of an ensemble of curves.
+
+        The orders the paper predicts are exponents: the error of the
+        quadratic form falls as ``eps^3`` (``eps^4`` with a per-unit Z2
+        symmetry; Thm 1, Eqs. 2-3), attention's remainder as ``eps^4``
+        (Prop. 2).  Each row ``y[j]`` is one member of an ensemble (a seed,
+        a random draw) measured on the grid ``x``; its slope of ``log y``
+        against ``log x`` is fitted on ``window`` by
+        :func:`nqf_lite.dynamics.scaling.fit_loglog_slopes`.  The claim
+        (one :meth:`check`) is the mean slope over the members, within
+        three standard errors of the mean plus ``model_error``:
+
+        ``|mean - expected| <= 3 sd / sqrt(n) + model_error``,
+
+        recorded with ``n_seeds = n`` members and ``spread = sd`` (sample
+        standard deviation, ``ddof=1``).
+
+        Parameters
+        ----------
+        key, statement : str
+            As for :meth:`check`.
+        x : array_like, shape (T,)
+            Strictly increasing positive grid (a weight scale, a time).
+        y : array_like, shape (n, T)
+            Positive values, one curve a row; ``n >= 2`` members (the
+            tolerance needs their spread).
+        expected : float
+            The predicted exponent.
+        model_error : float
+            Bound (``>= 0``) on the bias of a slope fitted on a finite
+            window, from the next order of the expansion.
+        window : (float, float), optional
+            The fit window inside ``[x[0], x[-1]]``; the whole grid when
+            omitted.
+        source, kind : str
+            As for :meth:`check`.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            The fitted slope of every member (the claim is their mean).
+
+        Raises
+        ------
+        ClaimFailed
+            If the mean slope misses ``expected`` by more than the
+            tolerance.
+        ValueError
+            If ``y`` is not a 2-D array of at least two rows matching
+            ``x``, ``model_error`` is negative or not finite, or the data
+            or window do not fit (see ``fit_loglog_slope``).
+        """
+        from nqf_lite.dynamics.scaling import fit_loglog_slopes
+
+        t = np.asarray(x, dtype=float)
+        if t.ndim != 1 or t.size < 2:
+            raise ValueError(
+                f"x must be a 1-D grid of >= 2 points, got shape {t.shape}"
+            )
+        curves = np.asarray(y, dtype=float)
+        if curves.ndim != 2 or curves.shape[0] < 2:
+            raise ValueError(
+                "y must be 2-D, one curve a row, with >= 2 rows (the "
+                f"tolerance needs a spread), got shape {curves.shape}"
+            )
+        if curves.shape[1] != t.size:
+            raise ValueError(
+                f"y must have one column per point of x ({t.size}), got "
+                f"shape {curves.shape}"
+            )
+        me = _as_float("model_error", model_error)
+        if not (math.isfinite(me) and me >= 0):
+            raise ValueError(
+                f"model_error must be finite and >= 0, got {model_error!r}"
+            )
+        if window is None:
+            window = (t[0], t[-1])
+        slopes = fit_loglog_slopes(t, curves.T, window)
+        spread = float(np.std(slopes, ddof=1))
+        self.check(
+            key,
+            statement,
+            float(np.mean(slopes)),
+            expected=expected,
+            atol=3 * spread / np.sqrt(len(slopes)) + me,
+            source=source,
+            n_seeds=len(slopes),
+            spread=spread,
+            kind=kind,
+        )
+        return slopes
+
     def _forget_rerun(self, key: str) -> None:
         """Drop the record of ``key`` when a later cell execution checks it
         again.
