@@ -865,3 +865,10 @@ def test_a_subpackage_page_documents_no_reexport():
     assert ":ignore-module-all:" not in api_docs.module_page(
         "nqf_lite.expansion.form"
     )
+
+
+@pytest.mark.parametrize("bound", ["at_most", "at_least"])
+@pytest.mark.parametrize("tol", ["atol", "rtol"])
+def test_a_tolerance_without_expected_is_refused(bound, tol):
+    with pytest.raises(ValueError, match="tolerances of expected"):
+        Claims("tol").check("k", "s", 0.5, **{bound: 1.0, tol: 0.1})

@@ -379,6 +379,11 @@ class Claims:
             raise ValueError(
                 "give exactly one of expected=, at_most=, at_least="
             )
+        if expected is None and (atol is not None or rtol is not None):
+            raise ValueError(
+                "atol= and rtol= are tolerances of expected=; a bound "
+                "(at_most=, at_least=) takes none"
+            )
         for name, value in (("atol", atol), ("rtol", rtol)):
             if value is not None and not (
                 math.isfinite(_as_float(name, value)) and value >= 0
