@@ -50,9 +50,10 @@ def test_agrees_with_a_hand_written_loop(name):
     a, b, losses = by_hand(0.05, 30, momentum=name == "momentum")
     assert isinstance(run, Descent)
     assert set(run.params) == {"A", "B"}
-    assert np.array_equal(run.params["A"], a)  # bit for bit
-    assert np.array_equal(run.params["B"], b)
-    assert np.array_equal(run.history[:-1], losses)
+    # torch's SGD rounds W + (-lr) g once: equal to round-off, not bitwise
+    assert np.allclose(run.params["A"], a, rtol=1e-12, atol=1e-14)
+    assert np.allclose(run.params["B"], b, rtol=1e-12, atol=1e-14)
+    assert np.allclose(run.history[:-1], losses, rtol=1e-12, atol=0)
     assert run.history[-1] < 0.5 * run.history[0]  # it descends
     assert np.array_equal(run.step, np.arange(31))
 
@@ -79,17 +80,16 @@ def test_momentum_is_not_gd():
     assert np.abs(gd.params[0] - mom.params[0]).max() > 1e-3
 
 
-def test_one_tensor_agrees_with_descend_to_round_off():
-    """descend uses torch's SGD (a fused multiply-add): equal to round-off."""
+def test_one_tensor_descends_exactly_as_descend():
+    """The same optimizer as descend (torch's SGD / Adam): bit for bit."""
     T = torch.tensor(A)
     loss = lambda W: ((W - T) ** 4).sum()  # noqa: E731
     for name in ("gd", "momentum", "adam"):
         W = descend(np.zeros((3, 4)), loss, 0.01, 25, name=name)
         run = descend_many(np.zeros((3, 4)), loss, 0.01, 25, name=name)
         assert run.history is None and isinstance(run.params, np.ndarray)
-        assert np.abs(run.params - W).max() <= 1e-13 * np.abs(W).max()
-        if name == "adam":  # the same torch optimizer: bit for bit
-            assert np.array_equal(run.params, W)
+        assert np.array_equal(run.params, W)
+        assert np.abs(W - A).max() < np.abs(A).max()  # it moved towards A
 
 
 def test_nested_containers_records_and_every():

@@ -162,14 +162,14 @@ def descend_many(
     """Minimise ``loss(params)`` over several float64 tensors at once.
 
     All tensors take the same step of one optimizer on the one scalar
-    ``loss``. Gradient descent is the paper's update, Eq. 21 (Theorem 2),
-    full batch: ``W <- W - lr grad_W L`` for every tensor ``W``. Momentum is
-    Polyak's heavy ball, one of the updates of Corollary 2 (App. B.3, Eq.
+    ``loss``, the optimizer of :func:`optimizer` (so one tensor descends
+    exactly as in :func:`descend`). ``"gd"`` is the paper's update, Eq. 21
+    (Theorem 2), full batch: ``W <- W - lr grad_W L`` for every tensor ``W``
+    (torch's ``SGD``, which rounds ``W + (-lr) grad`` once). ``"momentum"``
+    is Polyak's heavy ball, one of the updates of Corollary 2 (App. B.3, Eq.
     209): ``b <- 0.9 b + grad_W L`` (``b = grad_W L`` at the first step),
-    ``W <- W - lr b``. Both are written out as these formulas, so they agree
-    with :func:`descend` (torch's ``SGD``, which fuses the multiply-add) to
-    round-off, not bit for bit. ``"adam"`` is torch's ``Adam`` (default
-    betas), as in :func:`optimizer`; the paper's theorems do not cover it.
+    ``W <- W - lr b``. ``"adam"`` is torch's ``Adam`` (default betas); the
+    paper's theorems do not cover it (Sec. 9, item 5).
 
     Parameters
     ----------
@@ -223,8 +223,7 @@ def descend_many(
         raise ValueError(
             f"name (the optimizer) must be one of {OPTIMIZERS}, got {name!r}"
         )
-    opt = optimizer(name, leaves, lr) if name == "adam" else None
-    buffers: list[Tensor] = []
+    opt = optimizer(name, leaves, lr)
     current = _rebuild(tree, iter(leaves))
     taken, records = [], []
     for t in range(steps + 1):
@@ -237,22 +236,9 @@ def descend_many(
         value = _scalar_loss(
             loss, current, f"at step {t}", lr, what="loss(params)"
         )
-        for p in leaves:
-            p.grad = None
+        opt.zero_grad(set_to_none=True)
         value.backward()
-        if opt is not None:
-            opt.step()
-        else:
-            with torch.no_grad():
-                for i, p in enumerate(leaves):
-                    g = p.grad
-                    if name == "momentum":
-                        if t == 0:
-                            buffers.append(g.clone())
-                        else:
-                            buffers[i].mul_(0.9).add_(g)
-                        g = buffers[i]
-                    p -= lr * g  # Eq. 21 (gd), Eq. 209 (heavy ball)
+        opt.step()
         if not all(torch.isfinite(p).all() for p in leaves):
             raise FloatingPointError(
                 f"descent diverged at step {t + 1} (non-finite parameters); "
