@@ -4,6 +4,9 @@ next to its twin.
 - :func:`optimizer`: ``"gd"``, ``"momentum"`` (heavy ball, 0.9) or ``"adam"``;
 - :func:`descend`: full-batch descent on one weight tensor with a per-step
   callback (the loop every chapter used to write by hand);
+- :func:`descend_many`: the same on several tensors at once (a list, tuple or
+  dict of them, e.g. every weight of a network and of its NQFs), recording
+  what the caller asks for every ``every`` steps in a :class:`Descent`;
 - :func:`train_pair`, :func:`train_pair_online`: a network of
   :mod:`nqf_lite.expansion.models` and its NQF twin trained side by side from
   the same weights (paper Sec. 7, Figs. 2, 6, 7), recorded in a
@@ -37,8 +40,10 @@ from nqf_lite.expansion.models.mlp import TanhMLP
 __all__ = [
     "ARCHITECTURES",
     "OPTIMIZERS",
+    "Descent",
     "PairHistory",
     "descend",
+    "descend_many",
     "optimizer",
     "teacher_map",
     "teacher_task",
@@ -108,7 +113,8 @@ def descend(
         opt.step()
         if not torch.isfinite(Wt).all():
             raise FloatingPointError(
-                f"descent diverged at step {t} (non-finite weights); lower lr = {lr}"
+                f"descent diverged at step {t} (non-finite weights); "
+                f"lower lr = {lr}"
             )
         if callback is not None:
             with torch.no_grad():
@@ -121,8 +127,180 @@ def descend(
     return Wt.detach().numpy().copy()
 
 
+@dataclass(frozen=True)
+class Descent:
+    """What :func:`descend_many` returns.
+
+    Attributes
+    ----------
+    params : ndarray, or list / tuple / dict of them
+        The parameters after the last step (float64 arrays), in the container
+        the caller passed.
+    step : ndarray of int (T,)
+        The steps at which ``record`` was called: ``0, every, 2 every, ...``
+        and always the last step.
+    history : ndarray, dict of ndarrays, or None
+        ``record``'s values stacked along a new leading axis of length T
+        (float64; one array per key when ``record`` returns a dict); None
+        without ``record``.
+    """
+
+    params: object
+    step: np.ndarray
+    history: object = None
+
+
+def descend_many(
+    params: object,
+    loss: Callable[[object], Tensor],
+    lr: float,
+    steps: int,
+    name: str = "gd",
+    record: Callable[[object], object] | None = None,
+    every: int = 1,
+) -> Descent:
+    """Minimise ``loss(params)`` over several float64 tensors at once.
+
+    All tensors take the same step of one optimizer on the one scalar
+    ``loss``, the optimizer of :func:`optimizer` (so one tensor descends
+    exactly as in :func:`descend`). ``"gd"`` is the paper's update, Eq. 21
+    (Theorem 2), full batch: ``W <- W - lr grad_W L`` for every tensor ``W``
+    (torch's ``SGD``, which rounds ``W + (-lr) grad`` once). ``"momentum"``
+    is Polyak's heavy ball, one of the updates of Corollary 2 (App. B.3, Eq.
+    209): ``b <- 0.9 b + grad_W L`` (``b = grad_W L`` at the first step),
+    ``W <- W - lr b``. ``"adam"`` is torch's ``Adam`` (default betas); the
+    paper's theorems do not cover it (Sec. 9, item 5).
+
+    Parameters
+    ----------
+    params : array_like, or list / tuple / dict of array_like (nested)
+        Initial parameters, copied as float64 tensors (the caller's are not
+        changed). A container may nest (e.g. a dict of lists).
+    loss : callable ``loss(params) -> scalar tensor``
+        Called with the current tensors in ``params``' container.
+    lr : float > 0
+    steps : int >= 0
+    name : {"gd", "momentum", "adam"}
+    record : callable ``record(params)``, optional
+        Evaluated without gradients at steps ``0, every, 2 every, ...`` and
+        at the last step, before that step's update; returns a number, an
+        array / tensor, or a dict of them (one history per key).
+    every : int >= 1
+        Record every this many steps.
+
+    Returns
+    -------
+    Descent
+        Final parameters, recorded steps and the stacked records.
+
+    Raises
+    ------
+    TypeError
+        If ``loss`` or ``record`` is not callable, a parameter is not a real
+        numeric array, or ``loss`` does not return a real scalar tensor.
+    ValueError
+        On a bad ``lr``, ``steps``, ``name`` or ``every``, or no parameters.
+    FloatingPointError
+        When the loss or a parameter stops being finite.
+    """
+    if not callable(loss):
+        raise TypeError(
+            f"loss must be callable as loss(params), got {type(loss).__name__}"
+        )
+    if record is not None and not callable(record):
+        raise TypeError(
+            f"record must be callable as record(params) or None, got "
+            f"{type(record).__name__}"
+        )
+    leaves: list[Tensor] = []
+    tree = _leaves("params", params, leaves)
+    if not leaves:
+        raise ValueError("params must hold at least one tensor, got none")
+    lr = _pos("lr", lr)
+    steps = _int("steps", steps, low=0)
+    every = _int("every", every)
+    if name not in OPTIMIZERS:
+        raise ValueError(
+            f"name (the optimizer) must be one of {OPTIMIZERS}, got {name!r}"
+        )
+    opt = optimizer(name, leaves, lr)
+    current = _rebuild(tree, iter(leaves))
+    taken, records = [], []
+    for t in range(steps + 1):
+        if record is not None and (t % every == 0 or t == steps):
+            with torch.no_grad():
+                records.append(_snapshot(record(current)))
+            taken.append(t)
+        if t == steps:
+            break
+        value = _scalar_loss(
+            loss, current, f"at step {t}", lr, what="loss(params)"
+        )
+        opt.zero_grad(set_to_none=True)
+        value.backward()
+        opt.step()
+        if not all(torch.isfinite(p).all() for p in leaves):
+            raise FloatingPointError(
+                f"descent diverged at step {t + 1} (non-finite parameters); "
+                f"lower lr = {lr}"
+            )
+    final = _rebuild(tree, (p.detach().numpy().copy() for p in leaves))
+    history = _stack(records) if record is not None else None
+    return Descent(final, np.asarray(taken, dtype=int), history)
+
+
+def _leaves(where: str, node: object, out: list) -> object:
+    """The structure of ``node`` with its arrays replaced by None; the arrays
+    are appended to ``out`` as float64 leaf tensors that require grad."""
+    if isinstance(node, dict):
+        return {k: _leaves(f"{where}[{k!r}]", v, out) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        kids = [_leaves(f"{where}[{i}]", v, out) for i, v in enumerate(node)]
+        return kids if isinstance(node, list) else tuple(kids)
+    arr = as_array(where, node)
+    if arr.size == 0:
+        raise ValueError(
+            f"{where} must hold at least one number, got shape {arr.shape}"
+        )
+    out.append(torch.tensor(arr, dtype=torch.float64, requires_grad=True))
+    return None
+
+
+def _rebuild(tree: object, leaves) -> object:
+    if isinstance(tree, dict):
+        return {k: _rebuild(v, leaves) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        kids = [_rebuild(v, leaves) for v in tree]
+        return kids if isinstance(tree, list) else tuple(kids)
+    return next(leaves)
+
+
+def _as_float(value: object) -> np.ndarray:
+    """A float64 copy (a record must not follow the tensors it was read
+    from)."""
+    if isinstance(value, Tensor):
+        value = value.detach().cpu().numpy()
+    return np.array(value, dtype=np.float64)
+
+
+def _snapshot(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _as_float(v) for k, v in value.items()}
+    return _as_float(value)
+
+
+def _stack(records: list) -> object:
+    if records and isinstance(records[0], dict):
+        return {k: np.stack([r[k] for r in records]) for k in records[0]}
+    return np.stack(records)
+
+
 def _scalar_loss(
-    loss: Callable[[Tensor], Tensor], W: Tensor, where: str, lr: float
+    loss: Callable[[Tensor], Tensor],
+    W: object,
+    where: str,
+    lr: float,
+    what: str = "loss(W)",
 ) -> Tensor:
     """``loss(W)``, checked to be a finite real scalar tensor; ``where`` names
     the step in the error."""
@@ -133,17 +311,16 @@ def _scalar_loss(
         or value.is_complex()
         or not value.is_floating_point()
     ):
-        what = (
+        kind = (
             type(value).__name__
             if not isinstance(value, Tensor)
             else f"a {value.dtype} tensor of shape {tuple(value.shape)}"
         )
-        raise TypeError(
-            f"loss(W) must return a real scalar tensor, got {what}"
-        )
+        raise TypeError(f"{what} must return a real scalar tensor, got {kind}")
     if not torch.isfinite(value):
         raise FloatingPointError(
-            f"descent diverged {where} (non-finite loss {float(value.detach())}); lower lr = {lr}"
+            f"descent diverged {where} (non-finite loss "
+            f"{float(value.detach())}); lower lr = {lr}"
         )
     return value.reshape(())
 
@@ -211,7 +388,8 @@ def optimizer(name: object, params: list, lr: float) -> torch.optim.Optimizer:
         params, "__iter__"
     ):
         raise TypeError(
-            f"params must be a list of tensors to optimise, got {type(params).__name__}"
+            f"params must be a list of tensors to optimise, got "
+            f"{type(params).__name__}"
         )
     params = list(params)
     if not params:
@@ -233,18 +411,21 @@ def _check_pair(net: object, twin: object) -> None:
     for name, obj in (("net", net), ("twin", twin)):
         if not isinstance(obj, Network):
             raise TypeError(
-                f"{name} must be a Network from nqf_lite.expansion.models, got {type(obj).__name__}"
+                f"{name} must be a Network from nqf_lite.expansion.models, "
+                f"got {type(obj).__name__}"
             )
     if net.is_twin or not twin.is_twin or type(twin) is not type(net):
         raise TypeError(
-            f"twin must be the NQF twin of net (net.twin()), got {type(twin).__name__}"
+            f"twin must be the NQF twin of net (net.twin()), got "
+            f"{type(twin).__name__}"
         )
     a, b = net.state_dict(), twin.state_dict()
     if a.keys() != b.keys() or any(
         a[k].shape != b[k].shape or not torch.equal(a[k], b[k]) for k in a
     ):
         raise ValueError(
-            "net and twin must start from identical weights; build the twin with net.twin()"
+            "net and twin must start from identical weights; build the twin "
+            "with net.twin()"
         )
 
 
@@ -322,7 +503,8 @@ def _run(
         losses = [_loss(out, yb) for out in outs]
         if not all(torch.isfinite(loss) for loss in losses):
             raise FloatingPointError(
-                f"training diverged at step {t} (non-finite loss); lower lr = {lr}"
+                f"training diverged at step {t} (non-finite loss); "
+                f"lower lr = {lr}"
             )
         if t % record_every == 0 or t == steps:
             record(t, [out.detach() for out in outs], yb)
@@ -355,7 +537,9 @@ def _common(net, twin, name, lr, steps, s, record_every):
             or np.any(s_arr <= 0)
         ):
             raise ValueError(
-                f"s must be a 1-D sequence of positive teacher singular values, got {s!r}"
+                "s must be a 1-D sequence of positive teacher singular "
+                "values, "
+                f"got {s!r}"
             )
     return lr, steps, record_every, s_arr
 
@@ -364,7 +548,8 @@ def _targets(name: str, Y: object, m: int, V: int) -> Tensor:
     Yt = _tensor(name, Y, 2)
     if Yt.shape != (m, V):
         raise ValueError(
-            f"{name} must have shape (m, V) = ({m}, {V}), got {tuple(Yt.shape)}"
+            f"{name} must have shape (m, V) = ({m}, {V}), "
+            f"got {tuple(Yt.shape)}"
         )
     return Yt
 
@@ -514,7 +699,8 @@ def train_pair_online(
     )
     if not callable(sample):
         raise TypeError(
-            f"sample must be callable as sample(step, generator), got {type(sample).__name__}"
+            "sample must be callable as sample(step, generator), got "
+            f"{type(sample).__name__}"
         )
     if not isinstance(evaluate, (tuple, list)) or len(evaluate) != 2:
         raise TypeError("evaluate must be a pair (inputs, targets)")
@@ -576,7 +762,8 @@ def teacher_map(
         or np.any(s <= 0)
     ):
         raise ValueError(
-            f"s must be a non-empty 1-D sequence of positive numbers, got {s!r}"
+            "s must be a non-empty 1-D sequence of positive numbers, "
+            f"got {s!r}"
         )
     if s.size > min(D_in, V):
         raise ValueError(
