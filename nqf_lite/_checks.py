@@ -279,4 +279,128 @@ def vector(name: str, value: object, k: int | None = None) -> np.ndarray:
     return arr
 
 
+# -----------------------------------------------------------------------------
+# inputs of torch modules (nqf_lite.expansion): checked once where they enter
+def describe(x: object) -> str:
+    """Shape, dtype and device of an input, for error messages."""
+    import torch
+
+    if isinstance(x, (tuple, list)):
+        return "(" + ", ".join(describe(v) for v in x) + ")"
+    if isinstance(x, torch.Tensor):
+        return (
+            f"tensor of shape {tuple(x.shape)}, dtype {x.dtype}, "
+            f"device {x.device.type}"
+        )
+    if isinstance(x, np.ndarray):
+        return f"array of shape {x.shape}, dtype {x.dtype}"
+    return type(x).__name__
+
+
+def check_device(name: str, x: object) -> None:
+    """Refuse tensors on the meta device (they hold no values) anywhere in
+    ``x``."""
+    import torch
+
+    if isinstance(x, (tuple, list)):
+        for i, v in enumerate(x):
+            check_device(f"{name}[{i}]", v)
+    elif isinstance(x, torch.Tensor) and x.is_meta:
+        raise ValueError(
+            f"{name} is on the meta device (shape {tuple(x.shape)}): it "
+            "holds no values to expand at; pass real data (e.g. "
+            "x.to_empty(device='cpu') and fill it, or a CPU tensor)"
+        )
+
+
+def _detach_all(x: object) -> object:
+    """``x`` with every torch tensor (also inside tuples and lists) detached
+    from autograd."""
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return x.detach()
+    if isinstance(x, (tuple, list)):
+        return type(x)(_detach_all(v) for v in x)
+    return x
+
+
+def _check_finite_input(name: str, x: object) -> None:
+    """Refuse NaN or inf (``ValueError``) and complex values (``TypeError``)
+    anywhere in ``x``."""
+    import torch
+
+    if isinstance(x, (tuple, list)):
+        for i, v in enumerate(x):
+            _check_finite_input(f"{name}[{i}]", v)
+        return
+    if isinstance(x, torch.Tensor):
+        if x.is_complex():
+            raise TypeError(
+                f"{name} must be real, got a complex tensor "
+                f"(dtype {x.dtype})"
+            )
+        bad = x.is_floating_point() and not bool(torch.isfinite(x).all())
+    elif isinstance(x, (np.ndarray, np.generic, float, complex)):
+        arr = np.asarray(x)
+        if arr.dtype.kind == "c":
+            raise TypeError(
+                f"{name} must be real, got a complex value "
+                f"(dtype {arr.dtype})"
+            )
+        bad = arr.dtype.kind == "f" and not bool(np.isfinite(arr).all())
+    else:
+        return
+    if bad:
+        raise ValueError(
+            f"{name} contains NaN or inf: the expansion of f at such an "
+            "input is undefined"
+        )
+
+
+def finite_input(name: str, x: object) -> object:
+    """One input of a module, detached from autograd (also inside tuples and
+    lists), with no meta tensor, NaN, inf or complex value in it.
+
+    Raises
+    ------
+    TypeError
+        For a complex tensor, array or number anywhere in ``x``.
+    ValueError
+        For NaN or inf, or a tensor on the meta device.
+    """
+    x = _detach_all(x)
+    check_device(name, x)
+    _check_finite_input(name, x)
+    return x
+
+
+def module_input(name: str, v: object) -> object:
+    """A module argument: floating tensors and arrays as float64 tensors,
+    other tensors detached, complex refused (``TypeError`` naming ``name``)."""
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        if v.is_complex():
+            raise TypeError(
+                f"{name} must be real, got a complex tensor "
+                f"(dtype {v.dtype})"
+            )
+        return (
+            v.detach().to(torch.float64)
+            if v.is_floating_point()
+            else v.detach()
+        )
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind == "c":
+            raise TypeError(
+                f"{name} must be real, got a complex array (dtype {v.dtype})"
+            )
+        if v.dtype.kind in "fiub":
+            return torch.as_tensor(
+                v, dtype=torch.float64 if v.dtype.kind == "f" else None
+            )
+    return v
+
+
 # --- validators shared by nqf_lite.dynamics, nqf_lite.deep, nqf_lite.design ---
