@@ -337,16 +337,14 @@ def _check_finite_input(name: str, x: object) -> None:
     if isinstance(x, torch.Tensor):
         if x.is_complex():
             raise TypeError(
-                f"{name} must be real, got a complex tensor "
-                f"(dtype {x.dtype})"
+                f"{name} must be real, got a complex tensor (dtype {x.dtype})"
             )
         bad = x.is_floating_point() and not bool(torch.isfinite(x).all())
     elif isinstance(x, (np.ndarray, np.generic, float, complex)):
         arr = np.asarray(x)
         if arr.dtype.kind == "c":
             raise TypeError(
-                f"{name} must be real, got a complex value "
-                f"(dtype {arr.dtype})"
+                f"{name} must be real, got a complex value (dtype {arr.dtype})"
             )
         bad = arr.dtype.kind == "f" and not bool(np.isfinite(arr).all())
     else:
@@ -383,8 +381,7 @@ def module_input(name: str, v: object) -> object:
     if isinstance(v, torch.Tensor):
         if v.is_complex():
             raise TypeError(
-                f"{name} must be real, got a complex tensor "
-                f"(dtype {v.dtype})"
+                f"{name} must be real, got a complex tensor (dtype {v.dtype})"
             )
         return (
             v.detach().to(torch.float64)

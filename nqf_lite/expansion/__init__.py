@@ -34,3 +34,12 @@ from nqf_lite.expansion.units import *  # noqa: F403
 from nqf_lite.expansion.units import __all__ as _units
 
 __all__ = [*_form, *_taylor, *_units, *_autograd, *_dataset, *_factored]
+
+
+def __getattr__(name: str) -> object:
+    """``TrainingRecord`` moved to :mod:`nqf_lite.dynamics.training`."""
+    if name == "TrainingRecord":
+        from nqf_lite.dynamics.training import TrainingRecord
+
+        return TrainingRecord
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,7 @@ experts, channels) are named by
 
 - :func:`expand`: the coefficients at one input, an
   :class:`~nqf_lite.expansion.taylor.Expansion`;
-- :func:`unit_function`, :func:`coefficients`: the two halves of
+- :func:`unit_function`, :func:`expand_at`: the two halves of
   :func:`expand` (the module as ``f(W, x)``; its derivatives at ``W = 0``),
   shared with :func:`~nqf_lite.expansion.dataset.expand_dataset`.
 
@@ -63,7 +63,7 @@ from nqf_lite.expansion.units import ModuleUnits
 from nqf_lite.expansion.taylor import truncation_error  # noqa: F401
 from nqf_lite.expansion.units import module_units  # noqa: F401
 
-__all__ = ["MAX_BYTES", "coefficients", "expand", "unit_function"]
+__all__ = ["MAX_BYTES", "expand_at", "expand", "unit_function"]
 
 #: default memory budget of :func:`expand` (its Hessian has ``V (d p)^2``
 #: float64 entries)
@@ -219,7 +219,7 @@ def unit_function(
     return f, p, d, False
 
 
-def coefficients(
+def expand_at(
     f: Callable[[torch.Tensor, Any], torch.Tensor],
     x: Any,
     p: int,
@@ -377,7 +377,7 @@ def expand(
     seed = integer("seed", seed, minimum=0)
     max_bytes = integer("max_bytes", max_bytes)
     x = finite_input("x", x)
-    return coefficients(fn, x, p, d, check, seed, max_bytes, module)
+    return expand_at(fn, x, p, d, check, seed, max_bytes, module)
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from nqf_lite._checks import check_device, finite_input, integer
-from nqf_lite.expansion.autograd import MAX_BYTES, coefficients, unit_function
+from nqf_lite.expansion.autograd import MAX_BYTES, expand_at, unit_function
 from nqf_lite.expansion.factored import FactoredNQF, Term
 from nqf_lite.expansion.form import NQF
 from nqf_lite.expansion.taylor import Module, NotSmoothError, NotSymmetricError
@@ -376,7 +376,7 @@ def expand_dataset(
         try:
             x = finite_input("x", xs[i])
             exps.append(
-                coefficients(fn, x, p, d, check and i == 0, 0, max_bytes, module)
+                expand_at(fn, x, p, d, check and i == 0, 0, max_bytes, module)
             )
         except (NotSymmetricError, NotSmoothError):
             raise

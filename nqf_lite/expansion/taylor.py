@@ -223,7 +223,9 @@ def check_smooth(
         for sign in (1.0, -1.0):
             gaps = []
             for h in SMOOTH_STEPS:
-                fh = np.atleast_1d(evaluate(f, sign * h * Wt, x).detach().numpy())
+                fh = np.atleast_1d(
+                    evaluate(f, sign * h * Wt, x).detach().numpy()
+                )
                 first = np.abs((fh - f0) / (sign * h) - lin)
                 second = np.abs((fh - f0 - sign * h * lin) / (h * h) - quad)
                 gaps.append((first, second))

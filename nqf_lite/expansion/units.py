@@ -216,6 +216,81 @@ def _entry(where: str, entry: Any, params: dict[str, torch.Tensor]) -> tuple:
     return name, (name,), dim, blocks, shape, shape[dim] // blocks
 
 
+def _resolve(
+    module: Any, units: Sequence[Any] | None, d: Any
+) -> tuple[int, list[_Part], frozenset[str]]:
+    """Check a module and its ``units`` once: ``(d, parts, owned names)``.
+
+    The contract of :class:`ModuleUnits`: ``module`` an ``nn.Module`` with
+    no meta tensors, every entry of ``units`` a known real floating
+    parameter listed once, and the entries agreeing on the number of units.
+    """
+    if not isinstance(module, nn.Module):
+        raise TypeError(
+            f"module must be a torch.nn.Module, got {type(module).__name__}"
+        )
+    params = dict(module.named_parameters())
+    spec = _default_units(module) if units is None else units
+    if isinstance(spec, (str, bytes)) or not isinstance(spec, (list, tuple)):
+        raise TypeError(
+            f"units must be a list of (name, dim) pairs, got {type(spec).__name__}"
+        )
+    if len(spec) == 0:
+        raise ValueError("units must list at least one (name, dim) pair")
+    entries = [_entry(f"units[{i}]", e, params) for i, e in enumerate(spec)]
+    owner: dict[str, str] = {}
+    for i, (label, names, *_rest) in enumerate(entries):
+        for n in names:
+            if n in owner:
+                raise ValueError(
+                    f"units[{i}] lists {n!r} again ({owner[n]} already does): a parameter belongs "
+                    "to the units once"
+                )
+            owner[n] = f"units[{i}]"
+    for n, t in list(module.named_parameters()) + list(module.named_buffers()):
+        if t.is_meta:
+            raise ValueError(
+                f"module: parameter {n!r} (shape {tuple(t.shape)}) is on the meta device and holds no values; "
+                "materialise the module first (module.to_empty(device='cpu') and initialise its weights)"
+            )
+    for n in owner:
+        t = params[n]
+        if t.is_complex() or not t.is_floating_point():
+            raise TypeError(
+                f"parameter {n!r} must be real floating point, got dtype {t.dtype}"
+            )
+    counts = [e[5] for e in entries]
+    if d is None:
+        if len(set(counts)) != 1:
+            sizes = ", ".join(
+                f"{lab!r} gives {c}"
+                + ("" if dim is None else f" along dim {dim}")
+                for lab, _, dim, _, _, c in entries
+            )
+            raise ValueError(
+                f"units: the sizes do not match ({sizes}): every entry must give the same number of units; "
+                "if a unit owns several consecutive indices (e.g. an attention head), pass d, the number of units"
+            )
+        d = counts[0]
+    else:
+        d = width("d", d)
+        for i, (lab, _, dim, _, _, c) in enumerate(entries):
+            if (dim is None and c != d) or c % d:
+                what = (
+                    f"matches {c} parameters"
+                    if dim is None
+                    else f"has {c} entries per block along dim {dim}"
+                )
+                raise ValueError(
+                    f"units[{i}]: {lab!r} {what}, which do not split into d = {d} units"
+                )
+    parts = [
+        _Part(lab, names, dim, blocks, shape, 1 if dim is None else c // d)
+        for lab, names, dim, blocks, shape, c in entries
+    ]
+    return int(d), parts, frozenset(owner)
+
+
 class ModuleUnits:
     """The interchangeable units of a torch module, and the matrix ``W`` (p, d)
     they form.
@@ -286,86 +361,9 @@ class ModuleUnits:
         units: Sequence[Any] | None = None,
         d: int | None = None,
     ) -> None:
-        if not isinstance(module, nn.Module):
-            raise TypeError(
-                f"module must be a torch.nn.Module, got {type(module).__name__}"
-            )
-        params = dict(module.named_parameters())
-        spec = _default_units(module) if units is None else units
-        if isinstance(spec, (str, bytes)) or not isinstance(
-            spec, (list, tuple)
-        ):
-            raise TypeError(
-                f"units must be a list of (name, dim) pairs, got {type(spec).__name__}"
-            )
-        if len(spec) == 0:
-            raise ValueError("units must list at least one (name, dim) pair")
-        entries = [
-            _entry(f"units[{i}]", e, params) for i, e in enumerate(spec)
-        ]
-        owner: dict[str, str] = {}
-        for i, (label, names, *_rest) in enumerate(entries):
-            for n in names:
-                if n in owner:
-                    raise ValueError(
-                        f"units[{i}] lists {n!r} again ({owner[n]} already does): a parameter belongs "
-                        "to the units once"
-                    )
-                owner[n] = f"units[{i}]"
-        for n, t in list(module.named_parameters()) + list(
-            module.named_buffers()
-        ):
-            if t.is_meta:
-                raise ValueError(
-                    f"module: parameter {n!r} (shape {tuple(t.shape)}) is on the meta device and holds no values; "
-                    "materialise the module first (module.to_empty(device='cpu') and initialise its weights)"
-                )
-        for n in owner:
-            t = params[n]
-            if t.is_complex() or not t.is_floating_point():
-                raise TypeError(
-                    f"parameter {n!r} must be real floating point, got dtype {t.dtype}"
-                )
-        counts = [e[5] for e in entries]
-        if d is None:
-            if len(set(counts)) != 1:
-                sizes = ", ".join(
-                    f"{lab!r} gives {c}"
-                    + ("" if dim is None else f" along dim {dim}")
-                    for lab, _, dim, _, _, c in entries
-                )
-                raise ValueError(
-                    f"units: the sizes do not match ({sizes}): every entry must give the same number of units; "
-                    "if a unit owns several consecutive indices (e.g. an attention head), pass d, the number of units"
-                )
-            d = counts[0]
-        else:
-            d = width("d", d)
-            for i, (lab, _, dim, _, _, c) in enumerate(entries):
-                if (dim is None and c != d) or c % d:
-                    what = (
-                        f"matches {c} parameters"
-                        if dim is None
-                        else f"has {c} entries per block along dim {dim}"
-                    )
-                    raise ValueError(
-                        f"units[{i}]: {lab!r} {what}, which do not split into d = {d} units"
-                    )
+        self.d, self._parts, self._owned = _resolve(module, units, d)
         self.module = module
-        self.d = int(d)
-        self._parts = [
-            _Part(
-                lab,
-                names,
-                dim,
-                blocks,
-                shape,
-                1 if dim is None else c // self.d,
-            )
-            for lab, names, dim, blocks, shape, c in entries
-        ]
         self.p = sum(part.size for part in self._parts)
-        self._owned = frozenset(owner)
 
     @property
     def owned(self) -> frozenset[str]:
