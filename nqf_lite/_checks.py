@@ -269,13 +269,15 @@ def batch_indices(batch: object, m: int) -> np.ndarray:
 
 
 def vector(name: str, value: object, k: int | None = None) -> np.ndarray:
-    """A non-empty 1-D float array named ``name`` (of length ``k`` when
-    given)."""
-    arr = as_array(name, value, ndim=1)
-    if k is not None:
-        check_shape(name, arr, (k,))
-    if arr.size == 0:
-        raise ValueError(f"{name} must hold at least one entry")
+    """A finite non-empty 1-D float array named ``name`` (of length ``k``
+    when given); one ``ValueError``, "``name`` must be a vector of shape
+    (k,)", for any other shape."""
+    arr = as_array(name, value)
+    if arr.ndim != 1 or (k is not None and arr.shape[0] != k) or arr.size == 0:
+        want = "(n,) with n >= 1" if k is None else f"({k},)"
+        raise ValueError(
+            f"{name} must be a vector of shape {want}, got shape {arr.shape}"
+        )
     return arr
 
 
@@ -398,6 +400,108 @@ def module_input(name: str, v: object) -> object:
                 v, dtype=torch.float64 if v.dtype.kind == "f" else None
             )
     return v
+
+
+# -----------------------------------------------------------------------------
+# arguments of the models (nqf_lite.expansion.models)
+def real(name: str, value: object) -> float:
+    """Return ``value`` as a finite float (bool, complex, str and ``None``
+    refused with ``TypeError``)."""
+    if (
+        isinstance(
+            value, (bool, np.bool_, complex, np.complexfloating, str, bytes)
+        )
+        or value is None
+    ):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    try:
+        out = float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{name} must be a real number, got {value!r}"
+        ) from exc
+    if not np.isfinite(out):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return out
+
+
+def outputs(V: object) -> int | None:
+    """The number of outputs ``V`` of a model: ``None`` (a scalar output) or
+    a positive int."""
+    return None if V is None else integer("V", V)
+
+
+def token_matrix(name: str, X: object, D: int | None = None) -> np.ndarray:
+    """A finite token matrix of shape ``(D, N)`` with ``N >= 1`` tokens (any
+    ``D`` when not given)."""
+    arr = as_array(name, X)
+    if (
+        arr.ndim != 2
+        or (D is not None and arr.shape[0] != D)
+        or arr.shape[1] == 0
+    ):
+        want = "(D, N)" if D is None else f"({D}, N)"
+        raise ValueError(
+            f"{name} must be a token matrix of shape {want} with N >= 1 "
+            f"tokens, got shape {arr.shape}"
+        )
+    return arr
+
+
+def tensor(name: str, value: object, ndim: int, shape: tuple | None = None):
+    """A finite real float64 torch tensor with ``ndim`` axes (and exactly
+    ``shape`` when given), from a tensor or an array.
+
+    A one-element tuple (an input already checked by a module) is unpacked.
+    """
+    import torch
+
+    if isinstance(value, tuple) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, (torch.Tensor, np.ndarray)):
+        raise TypeError(
+            f"{name} must be a torch tensor or numpy array, got "
+            f"{type(value).__name__}"
+        )
+    bad = (
+        (value.is_complex() or value.dtype == torch.bool)
+        if isinstance(value, torch.Tensor)
+        else value.dtype.kind not in "iuf"
+    )
+    if bad:
+        raise TypeError(
+            f"{name} must hold real numbers, got dtype {value.dtype}"
+        )
+    t = torch.as_tensor(value, dtype=torch.float64)
+    if t.ndim != ndim:
+        raise ValueError(
+            f"{name} must have {ndim} axes, got shape {tuple(t.shape)}"
+        )
+    if not torch.isfinite(t).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    if shape is not None and tuple(t.shape) != tuple(shape):
+        raise ValueError(
+            f"{name} must have shape {tuple(shape)}, got {tuple(t.shape)}"
+        )
+    return t
+
+
+def check_sizes(name: str, t: object, axes: dict[int, int]) -> None:
+    """Raise ``ValueError`` unless ``t.shape[axis] == n`` for every ``axis:
+    n`` of ``axes``."""
+    for ax, n in axes.items():
+        if t.shape[ax] != n:
+            raise ValueError(
+                f"{name} must have size {n} on axis {ax}, got shape "
+                f"{tuple(t.shape)}"
+            )
+
+
+def torch_generator(seed: object):
+    """A ``torch.Generator`` seeded with ``seed``, a non-negative int."""
+    import torch
+
+    return torch.Generator().manual_seed(integer("seed", seed, minimum=0))
 
 
 # --- validators shared by nqf_lite.dynamics, nqf_lite.deep, nqf_lite.design ---

@@ -19,7 +19,17 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from nqf_lite._checks import as_array
+from nqf_lite._checks import (
+    as_array,
+    check_sizes,
+    integer,
+    outputs,
+    positive,
+    tensor,
+    token_matrix,
+    torch_generator,
+    vector,
+)
 from nqf_lite.expansion.models.base import Structure, register
 from nqf_lite.expansion.models.blocks import (
     Inputs,
@@ -27,20 +37,10 @@ from nqf_lite.expansion.models.blocks import (
     ModuleModel,
     Network,
     SymmetricModule,
-    _context,
-    _effective_map,
-    _gauss,
-    _generator,
-    _int,
-    _offdiag,
-    _outputs,
-    _per_output,
-    _pos,
-    _pos_int,
-    _sizes_match,
-    _t,
-    _tensor,
-    _vector,
+    gaussian_parameter,
+    offdiag,
+    per_output,
+    tensor64,
     whitened_gaussian,
 )
 
@@ -68,19 +68,19 @@ __all__ = [
 
 def token_mean(X: Any) -> np.ndarray:
     """``x̄ = X 1_N / N`` for a token matrix ``X`` of shape ``(D, N)``."""
-    return _context("X", X).mean(axis=1)
+    return token_matrix("X", X).mean(axis=1)
 
 
 def token_covariance(X: Any) -> np.ndarray:
     """Token covariance ``Σ_X = X Xᵀ/N − x̄ x̄ᵀ`` (Prop. 3)."""
-    X = _context("X", X)
+    X = token_matrix("X", X)
     xbar = X.mean(axis=1)
     return X @ X.T / X.shape[1] - np.outer(xbar, xbar)
 
 
 def _xX(x: Any, X: Any, D: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    x = _vector("x", x, D)
-    return x, _context("X", X, x.shape[0])
+    x = vector("x", x, D)
+    return x, token_matrix("X", X, x.shape[0])
 
 
 def _inputs_t(inputs: Any, D: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -88,7 +88,7 @@ def _inputs_t(inputs: Any, D: int) -> tuple[torch.Tensor, torch.Tensor]:
         raise TypeError(
             "the input of an attention module must be a pair (x, X)"
         )
-    x, X = _t(inputs[0]), _t(inputs[1])
+    x, X = tensor64(inputs[0]), tensor64(inputs[1])
     if x.shape != (D,) or X.ndim != 2 or X.shape[0] != D:
         raise ValueError(
             f"attention input must be x of shape ({D},) and X of shape ({D}, N), "
@@ -105,10 +105,10 @@ def mha_layout(D: int, d_k: int, d_v: int, V: int | None = None) -> Layout:
     ``W_O ∈ R^{V×d_v}``; ``p = 2 d_k D + d_v D + d_v (or V d_v)``.
     """
     D, d_k, d_v, V = (
-        _pos_int("D", D),
-        _pos_int("d_k", d_k),
-        _pos_int("d_v", d_v),
-        _outputs(V),
+        integer("D", D),
+        integer("d_k", d_k),
+        integer("d_v", d_v),
+        outputs(V),
     )
     readout = ("v", (d_v,)) if V is None else ("W_O", (V, d_v))
     return Layout(
@@ -173,7 +173,7 @@ def A_mha(
             block[a + d_v * np.arange(D), o + V * a] = xbar
         return block
 
-    core = _per_output(C, V, 0.5)
+    core = per_output(C, V, 0.5)
     A = np.zeros(core.shape[:-2] + (layout.p, layout.p))
     A[..., start:, start:] = core
     return A
@@ -213,10 +213,10 @@ def qk_head(c: Any, d_k: int) -> SymmetricModule:
     ``f(W, (x, X)) = Σ_i cᵀ X softmax(Xᵀ W_K,iᵀ W_Q,i x / √d_k)``; head
     ``w = [vec W_Q; vec W_K]``, ``p = 2 d_k D``.
     """
-    c_np = _vector("c", c)
-    D, d_k = c_np.shape[0], _pos_int("d_k", d_k)
+    c_np = vector("c", c)
+    D, d_k = c_np.shape[0], integer("d_k", d_k)
     layout = Layout((("W_Q", (d_k, D)), ("W_K", (d_k, D))))
-    c_t = _t(c_np)
+    c_t = tensor64(c_np)
 
     def fn(W: torch.Tensor, inputs: Any) -> torch.Tensor:
         x, X = _inputs_t(inputs, D)
@@ -236,10 +236,10 @@ def A_qk(x: Any, X: Any, c: Any, d_k: int) -> np.ndarray:
     ``u = Σ_X c``; shape ``(2 d_k D, 2 d_k D)``.
     """
     x, X = _xX(x, X)
-    c = _vector("c", c, x.shape[0])
-    d_k = _pos_int("d_k", d_k)
+    c = vector("c", c, x.shape[0])
+    d_k = integer("d_k", d_k)
     u = token_covariance(X) @ c
-    return _offdiag(
+    return offdiag(
         np.kron(np.outer(x, u), np.eye(d_k)), 1 / (2 * math.sqrt(d_k))
     )
 
@@ -254,10 +254,10 @@ def logits_head(c: Any, d_k: int) -> SymmetricModule:
     ``1/√d_k`` is held fixed here so that the module is defined (and symmetric)
     at every width.
     """
-    c_np = _vector("c", c)
-    D, d_k = c_np.shape[0], _pos_int("d_k", d_k)
+    c_np = vector("c", c)
+    D, d_k = c_np.shape[0], integer("d_k", d_k)
     layout = Layout((("q", (D,)), ("k", (D,))))
-    c_t = _t(c_np)
+    c_t = tensor64(c_np)
 
     def fn(W: torch.Tensor, inputs: Any) -> torch.Tensor:
         x, X = _inputs_t(inputs, D)
@@ -275,9 +275,9 @@ def A_logits(x: Any, X: Any, c: Any, d_k: int) -> np.ndarray:
     2D)``.
     """
     x, X = _xX(x, X)
-    c = _vector("c", c, x.shape[0])
-    d_k = _pos_int("d_k", d_k)
-    return _offdiag(
+    c = vector("c", c, x.shape[0])
+    d_k = integer("d_k", d_k)
+    return offdiag(
         np.outer(x, token_covariance(X) @ c), 1 / (2 * math.sqrt(d_k))
     )
 
@@ -287,10 +287,10 @@ def _check_tokens(obj: Network, inputs: Inputs, single: bool) -> tuple:
         raise TypeError(
             "inputs must be a pair (x, X): query tokens and context tokens"
         )
-    x = _tensor("x (query)", inputs[0], 1 if single else 2)
-    X = _tensor("X (context)", inputs[1], 2 if single else 3)
-    _sizes_match("x (query)", x, {-1: obj.D})
-    _sizes_match("X (context)", X, {-1: obj.D})
+    x = tensor("x (query)", inputs[0], 1 if single else 2)
+    X = tensor("X (context)", inputs[1], 2 if single else 3)
+    check_sizes("x (query)", x, {-1: obj.D})
+    check_sizes("X (context)", X, {-1: obj.D})
     if not single and X.shape[0] != x.shape[0]:
         raise ValueError(
             f"x and X must hold the same number of samples, got {x.shape[0]} and {X.shape[0]}"
@@ -321,7 +321,7 @@ def _context_sigma_times(X: Tensor, z: Tensor) -> Tensor:
 def _gaussian_tokens(
     m: int, N: int, D: int, seed: int
 ) -> tuple[Tensor, Tensor]:
-    gen = _generator(seed)
+    gen = torch_generator(seed)
     return (
         torch.randn(m, D, generator=gen, dtype=torch.float64),
         torch.randn(m, N, D, generator=gen, dtype=torch.float64),
@@ -367,19 +367,23 @@ class QKAttention(Network):
     ) -> None:
         super().__init__(sigma, V, seed)
         self.D, self.d_k, self.heads = (
-            _int("D", D),
-            _int("d_k", d_k),
-            _int("heads", heads),
+            integer("D", D),
+            integer("d_k", d_k),
+            integer("heads", heads),
         )
-        self.readout_scale = _pos("readout_scale", readout_scale)
-        self.readout_seed = _int("readout_seed", readout_seed, low=0)
-        gen = _generator(seed)
-        self.Q = _gauss(gen, self.sigma, self.heads, self.d_k, self.D)
-        self.K = _gauss(gen, self.sigma, self.heads, self.d_k, self.D)
+        self.readout_scale = positive("readout_scale", readout_scale)
+        self.readout_seed = integer("readout_seed", readout_seed, minimum=0)
+        gen = torch_generator(seed)
+        self.Q = gaussian_parameter(
+            gen, self.sigma, self.heads, self.d_k, self.D
+        )
+        self.K = gaussian_parameter(
+            gen, self.sigma, self.heads, self.d_k, self.D
+        )
         C = torch.randn(
             self.D,
             self.V,
-            generator=_generator(readout_seed),
+            generator=torch_generator(readout_seed),
             dtype=torch.float64,
         )
         self.register_buffer("C", C * self.readout_scale / math.sqrt(self.D))
@@ -432,7 +436,7 @@ class QKAttention(Network):
         """Output (m, V) of the NQF with effective map ``T`` (D, D): ``H C^T
         xbar + C^T Sigma_X T x``."""
         x, X = self._check_inputs(inputs)
-        T = _effective_map(T, (self.D, self.D))
+        T = tensor("T", T, 2, (self.D, self.D))
         return (
             self.heads * X.mean(dim=1) + _context_sigma_times(X, x @ T.T)
         ) @ self.C
@@ -448,9 +452,12 @@ class QKAttention(Network):
         softmax).
         """
         x, X = _gaussian_tokens(
-            _int("m", m), _int("N", N), self.D, _int("seed", seed, low=0)
+            integer("m", m),
+            integer("N", N),
+            self.D,
+            integer("seed", seed, minimum=0),
         )
-        scale = _pos("scale", scale)
+        scale = positive("scale", scale)
         return scale * x, scale * X
 
     def _nqf(self, params: dict[str, Tensor], inputs: tuple) -> Tensor:
@@ -500,16 +507,24 @@ class MultiHeadAttention(Network):
     ) -> None:
         super().__init__(sigma, V, seed)
         self.D, self.d_k, self.d_v = (
-            _int("D", D),
-            _int("d_k", d_k),
-            _int("d_v", d_v),
+            integer("D", D),
+            integer("d_k", d_k),
+            integer("d_v", d_v),
         )
-        self.heads = _int("heads", heads)
-        gen = _generator(seed)
-        self.Q = _gauss(gen, self.sigma, self.heads, self.d_k, self.D)
-        self.K = _gauss(gen, self.sigma, self.heads, self.d_k, self.D)
-        self.W_V = _gauss(gen, self.sigma, self.heads, self.d_v, self.D)
-        self.W_O = _gauss(gen, self.sigma, self.heads, self.V, self.d_v)
+        self.heads = integer("heads", heads)
+        gen = torch_generator(seed)
+        self.Q = gaussian_parameter(
+            gen, self.sigma, self.heads, self.d_k, self.D
+        )
+        self.K = gaussian_parameter(
+            gen, self.sigma, self.heads, self.d_k, self.D
+        )
+        self.W_V = gaussian_parameter(
+            gen, self.sigma, self.heads, self.d_v, self.D
+        )
+        self.W_O = gaussian_parameter(
+            gen, self.sigma, self.heads, self.V, self.d_v
+        )
 
     def _config(self) -> dict[str, Any]:
         return dict(
@@ -563,7 +578,7 @@ class MultiHeadAttention(Network):
         """Output (m, V) of the NQF with effective map ``T`` (V, D): ``T
         xbar``."""
         _, X = self._check_inputs(inputs)
-        return X.mean(dim=1) @ _effective_map(T, (self.V, self.D)).T
+        return X.mean(dim=1) @ tensor("T", T, 2, (self.V, self.D)).T
 
     def sample_inputs(
         self, m: int, N: int, seed: int = 0
@@ -574,8 +589,8 @@ class MultiHeadAttention(Network):
         Each context is ``xbar 1^T`` plus centred Gaussian noise of unit
         variance per token.
         """
-        m, N = _int("m", m), _int("N", N)
-        x, X = _gaussian_tokens(m, N, self.D, _int("seed", seed, low=0))
+        m, N = integer("m", m), integer("N", N)
+        x, X = _gaussian_tokens(m, N, self.D, integer("seed", seed, minimum=0))
         xbar = torch.as_tensor(whitened_gaussian(m, self.D, seed))
         return x, X - X.mean(dim=1, keepdim=True) + xbar.unsqueeze(1)
 
@@ -643,11 +658,11 @@ class MultiHead(ModuleModel):
         width: int = 3,
     ) -> None:
         self.D, self.d_k, self.d_v = (
-            _pos_int("D", D),
-            _pos_int("d_k", d_k),
-            _pos_int("d_v", d_v),
+            integer("D", D),
+            integer("d_k", d_k),
+            integer("d_v", d_v),
         )
-        self.N, self.width = _pos_int("N", N), _pos_int("width", width)
+        self.N, self.width = integer("N", N), integer("width", width)
         self.module = mha(self.D, self.d_k, self.d_v)
 
     def check_input(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -693,8 +708,8 @@ class QueryKeyHeads(ModuleModel):
     def __init__(
         self, D: int = 3, d_k: int = 2, N: int = 4, width: int = 3
     ) -> None:
-        self.D, self.d_k = _pos_int("D", D), _pos_int("d_k", d_k)
-        self.N, self.width = _pos_int("N", N), _pos_int("width", width)
+        self.D, self.d_k = integer("D", D), integer("d_k", d_k)
+        self.N, self.width = integer("N", N), integer("width", width)
         self.c = np.linspace(1.0, -0.5, self.D)
         self.module = qk_head(self.c, self.d_k)
 
@@ -739,9 +754,9 @@ class LogitsHead(ModuleModel):
 
     def __init__(self, D: int = 3, d_k: int = 2, N: int = 4) -> None:
         self.D, self.d_k, self.N = (
-            _pos_int("D", D),
-            _pos_int("d_k", d_k),
-            _pos_int("N", N),
+            integer("D", D),
+            integer("d_k", d_k),
+            integer("N", N),
         )
         self.width = self.d_k
         self.c = np.linspace(1.0, -0.5, self.D)
