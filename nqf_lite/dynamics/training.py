@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from nqf_lite._checks import integer, nonnegative, positive, width
-from nqf_lite.expansion.form import NQF, check_realizable
+from nqf_lite.expansion.form import NQF
+from nqf_lite.expansion.order import check_realizable
 
 __all__ = [
     "TrainingRecord",

@@ -1,5 +1,7 @@
 """The expansion and its models (Theorem 1, Props. 1-6, Table 3).
 
+- :mod:`~nqf_lite.expansion.order`: the order parameters ``(M, μ)`` of
+  weights and the way back (realisability, Theorem 2);
 - :mod:`~nqf_lite.expansion.form`: the quadratic form ``f(0) + μᵀg + Tr[WWᵀA]``
   of a data set, :class:`~nqf_lite.expansion.form.NQF` (Eq. 20) and its
   order parameters ``(M, μ)`` (its training lives in

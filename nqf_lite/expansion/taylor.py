@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from nqf_lite._checks import as_array, describe, finite_input
-from nqf_lite.expansion.form import moments
+from nqf_lite.expansion.order import moments
 from nqf_lite.expansion.units import ModuleUnits
 
 __all__ = [
