@@ -81,7 +81,8 @@ def _convert(name: str, value: object) -> np.ndarray:
         )
     if kind == "c":
         raise TypeError(
-            f"{name} must be a real numeric array, got a complex array (dtype {raw.dtype})"
+            f"{name} must be a real numeric array, got a complex array "
+            f"(dtype {raw.dtype})"
         )
     if kind in "USV":
         raise TypeError(
@@ -92,7 +93,8 @@ def _convert(name: str, value: object) -> np.ndarray:
         for v in raw.ravel()
     ):
         raise TypeError(
-            f"{name} must be a real numeric array, got bool/str/complex entries"
+            f"{name} must be a real numeric array, got bool/str/complex "
+            "entries"
         )
     try:
         arr = np.asarray(raw, dtype=np.float64)
@@ -116,7 +118,8 @@ def check_symmetric(name: str, arr: np.ndarray) -> None:
     tolerance)."""
     if arr.shape[-1] != arr.shape[-2]:
         raise ValueError(
-            f"{name} must be square in its last two axes, got shape {arr.shape}"
+            f"{name} must be square in its last two axes, got shape "
+            f"{arr.shape}"
         )
     if (
         arr == np.swapaxes(arr, -1, -2)
@@ -126,7 +129,8 @@ def check_symmetric(name: str, arr: np.ndarray) -> None:
     asym = float(np.max(np.abs(arr - np.swapaxes(arr, -1, -2)), initial=0.0))
     if asym > SYM_RTOL * scale:
         raise ValueError(
-            f"{name} must be symmetric in its last two axes (max |X - X^T| = {asym:.3g}); "
+            f"{name} must be symmetric in its last two axes (max |X - X^T| "
+            f"= {asym:.3g}); "
             "symmetrise it with (X + X^T)/2"
         )
 
@@ -140,13 +144,15 @@ def positive(name: str, value: object) -> float:
         value.ndim != 0 or value.dtype.kind not in "iuf"
     ):
         raise TypeError(
-            f"{name} must be a positive number, got an array of shape {value.shape}, dtype {value.dtype}"
+            f"{name} must be a positive number, got an array of shape "
+            f"{value.shape}, dtype {value.dtype}"
         )
     if not isinstance(
         value, (int, float, np.integer, np.floating, np.ndarray)
     ):
         raise TypeError(
-            f"{name} must be a positive number, got {type(value).__name__} {value!r}"
+            f"{name} must be a positive number, got {type(value).__name__} "
+            f"{value!r}"
         )
     v = float(value)
     if not np.isfinite(v) or v <= 0:
@@ -163,13 +169,15 @@ def nonnegative(name: str, value: object) -> float:
         value.ndim != 0 or value.dtype.kind not in "iuf"
     ):
         raise TypeError(
-            f"{name} must be a non-negative number, got an array of shape {value.shape}, dtype {value.dtype}"
+            f"{name} must be a non-negative number, got an array of shape "
+            f"{value.shape}, dtype {value.dtype}"
         )
     if not isinstance(
         value, (int, float, np.integer, np.floating, np.ndarray)
     ):
         raise TypeError(
-            f"{name} must be a non-negative number, got {type(value).__name__} {value!r}"
+            f"{name} must be a non-negative number, got "
+            f"{type(value).__name__} {value!r}"
         )
     v = float(value)
     if not np.isfinite(v) or v < 0:
@@ -186,18 +194,21 @@ def fraction(name: str, value: object) -> float:
         value.ndim != 0 or value.dtype.kind not in "iuf"
     ):
         raise TypeError(
-            f"{name} must be a number in (0, 1), got an array of shape {value.shape}, dtype {value.dtype}"
+            f"{name} must be a number in (0, 1), got an array of shape "
+            f"{value.shape}, dtype {value.dtype}"
         )
     if not isinstance(
         value, (int, float, np.integer, np.floating, np.ndarray)
     ):
         raise TypeError(
-            f"{name} must be a number in (0, 1), got {type(value).__name__} {value!r}"
+            f"{name} must be a number in (0, 1), got {type(value).__name__} "
+            f"{value!r}"
         )
     v = float(value)
     if not (np.isfinite(v) and 0.0 < v < 1.0):
         raise ValueError(
-            f"{name} must be finite with 0 < {name} < 1 (a relative tolerance), got {value!r}"
+            f"{name} must be finite with 0 < {name} < 1 (a relative "
+            f"tolerance), got {value!r}"
         )
     return v
 
@@ -216,7 +227,8 @@ def generator(name: str, value: object) -> np.random.Generator | None:
         value, (int, np.integer, np.random.SeedSequence)
     ):
         raise TypeError(
-            f"{name} must be None, a non-negative int seed or a numpy Generator, got {type(value).__name__} {value!r}"
+            f"{name} must be None, a non-negative int seed or a numpy "
+            f"Generator, got {type(value).__name__} {value!r}"
         )
     if not isinstance(value, np.random.SeedSequence) and value < 0:
         raise ValueError(
@@ -242,7 +254,8 @@ def width(name: str, value: object) -> int:
         raise TypeError(f"{name} must be a positive integer, got {value!r}")
     if value < 1:
         raise ValueError(
-            f"{name} must be >= 1 (a width of at least one neuron), got {value}"
+            f"{name} must be >= 1 (a width of at least one neuron), got "
+            f"{value}"
         )
     return int(value)
 
@@ -255,7 +268,8 @@ def batch_indices(batch: object, m: int) -> np.ndarray:
     arr = np.asarray(batch)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(
-            f"batch must be a non-empty 1-D array of sample indices, got shape {arr.shape}"
+            "batch must be a non-empty 1-D array of sample indices, got "
+            f"shape {arr.shape}"
         )
     if not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(
@@ -263,7 +277,8 @@ def batch_indices(batch: object, m: int) -> np.ndarray:
         )
     if arr.min() < 0 or arr.max() >= m:
         raise ValueError(
-            f"batch indices must lie in [0, {m}), got range [{arr.min()}, {arr.max()}]"
+            f"batch indices must lie in [0, {m}), got range [{arr.min()}, "
+            f"{arr.max()}]"
         )
     return arr
 

@@ -100,7 +100,8 @@ def _recording(
     if record is None:
         if every != 1:
             raise ValueError(
-                f"every = {every} needs record=...: without it {method} returns every step's predictions"
+                f"every = {every} needs record=...: without it {method} "
+                "returns every step's predictions"
             )
         return None, None
     names = (record,) if isinstance(record, str) else record
@@ -108,7 +109,8 @@ def _recording(
         names, bytes
     ):
         raise TypeError(
-            f"record must be a name or a sequence of names from {allowed}, got {type(record).__name__}"
+            f"record must be a name or a sequence of names from {allowed}, "
+            f"got {type(record).__name__}"
         )
     names = tuple(names)
     if not names:
@@ -125,7 +127,8 @@ def _recording(
                 else ""
             )
             raise ValueError(
-                f"record: unknown name {name!r} for {method}; choose from {allowed}{extra}"
+                f"record: unknown name {name!r} for {method}; choose from "
+                f"{allowed}{extra}"
             )
     at = np.arange(0, steps + 1, every)
     if at[-1] != steps:
@@ -347,8 +350,9 @@ def train(
 
     Examples
     --------
-    >>> rec = model.train(W0, y, 0.1, 500, record=("loss", "M"))   # doctest: +SKIP
-    >>> rec.M.shape                                               # doctest: +SKIP
+    >>> rec = model.train(W0, y, 0.1, 500, record=("loss", "M"))
+    ... # doctest: +SKIP
+    >>> rec.M.shape  # doctest: +SKIP
     (501, p, p)
     """
     W = nqf._W(W)
@@ -525,11 +529,13 @@ def schedule(nqf: NQF, y, lr, weight_decay, steps, batches) -> tuple:
         batches, (Sequence, np.ndarray)
     ):
         raise TypeError(
-            f"batches must be None or a sequence of {steps} index arrays, got {type(batches).__name__}"
+            f"batches must be None or a sequence of {steps} index arrays, "
+            f"got {type(batches).__name__}"
         )
     if len(batches) != steps:
         raise ValueError(
-            f"batches must hold one index array per step ({steps}), got {len(batches)}"
+            f"batches must hold one index array per step ({steps}), got "
+            f"{len(batches)}"
         )
     checked = []
     for t, batch in enumerate(batches):

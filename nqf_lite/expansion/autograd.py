@@ -76,9 +76,11 @@ def _check_budget(n: int, V: int, max_bytes: int) -> None:
     need = 8 * V * n * n
     if need > max_bytes:
         raise ValueError(
-            f"the Hessian of f in the 2 p = {n:,} weights of two neurons ({V} output(s)) has {V * n * n:,} "
+            f"the Hessian of f in the 2 p = {n:,} weights of two neurons "
+            f"({V} output(s)) has {V * n * n:,} "
             "float64 entries "
-            f"and would need {need / 2**30:,.2f} GiB, more than max_bytes = {max_bytes / 2**30:,.2f} GiB; "
+            f"and would need {need / 2**30:,.2f} GiB, more than max_bytes = "
+            f"{max_bytes / 2**30:,.2f} GiB; "
             "lower p or d, or raise max_bytes"
         )
 
@@ -121,8 +123,10 @@ def _derivatives(
     value = F(theta0).detach()
     if not bool(torch.isfinite(value).all()):
         raise NotSmoothError(
-            f"f(W = 0; x) = {value.numpy()} is not finite: the module is undefined at the origin "
-            "(e.g. 0/0 in a LayerNorm/RMSNorm with eps = 0), a non-finite derivative at W = 0; "
+            f"f(W = 0; x) = {value.numpy()} is not finite: the module is "
+            "undefined at the origin "
+            "(e.g. 0/0 in a LayerNorm/RMSNorm with eps = 0), a non-finite "
+            "derivative at W = 0; "
             "Theorem 1 needs a module that is smooth at the origin"
         )
     try:
@@ -164,8 +168,10 @@ def _derivatives(
         bool(torch.isfinite(grad).all()) and bool(torch.isfinite(hess).all())
     ):
         raise NotSmoothError(
-            "non-finite derivative at W = 0: the gradient or Hessian of f at the origin is NaN or inf "
-            "(e.g. 0/0 in a LayerNorm/RMSNorm with eps = 0, or sqrt at 0); Theorem 1 needs a C^3 module"
+            "non-finite derivative at W = 0: the gradient or Hessian of f "
+            "at the origin is NaN or inf "
+            "(e.g. 0/0 in a LayerNorm/RMSNorm with eps = 0, or sqrt at 0); "
+            "Theorem 1 needs a C^3 module"
         )
     return value, grad, hess
 
@@ -185,30 +191,36 @@ def unit_function(
         f = ModuleUnits(f, units, d)
     elif units is not None:
         raise ValueError(
-            "units applies to a torch.nn.Module f only; a function f(W, x) says its units by the columns of W"
+            "units applies to a torch.nn.Module f only; a function f(W, x) "
+            "says its units by the columns of W"
         )
     if isinstance(f, ModuleUnits):
         if p is not None and width("p", p) != f.p:
             raise ValueError(
-                f"p = {p} does not match the module's units, which hold p = {f.p} parameters each "
+                f"p = {p} does not match the module's units, which hold p = "
+                f"{f.p} parameters each "
                 f"({f!r}); leave p out for a module"
             )
         if given and d is not None and width("d", d) != f.d:
             raise ValueError(
-                f"d = {d} does not match the module's d = {f.d} units; leave d out for a module"
+                f"d = {d} does not match the module's d = {f.d} units; "
+                "leave d out for a module"
             )
         if f.d < 2:
             raise ValueError(
-                f"the module has d = {f.d} unit; Theorem 1 compares two units, so it needs d >= 2"
+                f"the module has d = {f.d} unit; Theorem 1 compares two "
+                "units, so it needs d >= 2"
             )
         return f, f.p, f.d, True
     if not callable(f):
         raise TypeError(
-            f"f must be a torch.nn.Module or callable as f(W, x), got {type(f).__name__}"
+            "f must be a torch.nn.Module or callable as f(W, x), got "
+            f"{type(f).__name__}"
         )
     if p is None:
         raise TypeError(
-            "p is required for a function f(W, x): the number of parameters of one neuron (rows of W)"
+            "p is required for a function f(W, x): the number of parameters "
+            "of one neuron (rows of W)"
         )
     p = width("p", p)
     d = 2 if d is None else width("d", d)
@@ -264,12 +276,14 @@ def expand_at(
     )
     if mismatch > SYMMETRY_RTOL * scale:
         hint = (
-            f"; check that units lists every per-unit parameter (a bias too) with its dim: {f!r}"
+            "; check that units lists every per-unit parameter (a bias "
+            f"too) with its dim: {f!r}"
             if module
             else ", or W's columns are not the neurons"
         )
         raise NotSymmetricError(
-            f"the derivatives of two {'units' if module else 'neurons'} at W = 0 differ by {mismatch:.3g}: f is "
+            f"the derivatives of two {'units' if module else 'neurons'} at "
+            f"W = 0 differ by {mismatch:.3g}: f is "
             f"not symmetric under permuting them (Definition 1){hint}"
         )
     A_s = 0.5 * (H11 + np.swapaxes(H11, -1, -2)) / 2
@@ -368,9 +382,11 @@ def expand(
 
     Examples
     --------
-    >>> net = nn.Sequential(nn.Linear(3, 8, bias=False), nn.Tanh(), nn.Linear(8, 1, bias=False))
+    >>> net = nn.Sequential(
+    ...     nn.Linear(3, 8, bias=False), nn.Tanh(), nn.Linear(8, 1, bias=False)
+    ... )
     >>> e = expand(net, torch.tensor([1.0, 2.0, 3.0]))
-    >>> e.A[:3, 3]                      # Prop. 1: A = (tanh'(0)/2) [[0, x], [x^T, 0]]
+    >>> e.A[:3, 3]  # Prop. 1: A = (tanh'(0)/2) [[0, x], [x^T, 0]]
     array([0.5, 1. , 1.5])
     """
     fn, p, d, module = unit_function(f, p, d, units)

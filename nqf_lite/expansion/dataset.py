@@ -38,7 +38,8 @@ def _rows(xs: Any) -> Sequence[Any]:
     holds the inputs, split along its first axis)."""
     if isinstance(xs, (str, bytes)):
         raise TypeError(
-            f"xs must be a sequence of inputs, an array or an iterable of batches, got {type(xs).__name__}"
+            "xs must be a sequence of inputs, an array or an iterable of "
+            f"batches, got {type(xs).__name__}"
         )
     if isinstance(xs, (np.ndarray, torch.Tensor)):
         if xs.ndim == 0:
@@ -50,7 +51,8 @@ def _rows(xs: Any) -> Sequence[Any]:
         return xs
     if not hasattr(xs, "__iter__"):
         raise TypeError(
-            f"xs must be a sequence of inputs, an array or an iterable of batches, got {type(xs).__name__}"
+            "xs must be a sequence of inputs, an array or an iterable of "
+            f"batches, got {type(xs).__name__}"
         )
     rows: list[Any] = []
     for b, batch in enumerate(xs):
@@ -65,7 +67,8 @@ def _rows(xs: Any) -> Sequence[Any]:
             or batch.ndim == 0
         ):
             raise TypeError(
-                f"xs: batch {b} must be an array or tensor of inputs (first axis), got "
+                f"xs: batch {b} must be an array or tensor of inputs (first "
+                "axis), got "
                 f"{type(batch).__name__}"
             )
         rows.extend(batch[i] for i in range(batch.shape[0]))
@@ -141,8 +144,10 @@ def _activation_at_zero(act: nn.Module) -> tuple[float, float]:
         ) / h
     if abs(right - left) > 1e-2 * (1.0 + abs(float(slope))):
         raise NotSmoothError(
-            f"the activation {type(act).__name__} has a kink at 0 (one-sided slopes {left:.3g} and {right:.3g}): "
-            "Theorem 1 needs a module that is three times differentiable at W = 0"
+            f"the activation {type(act).__name__} has a kink at 0 "
+            f"(one-sided slopes {left:.3g} and {right:.3g}): "
+            "Theorem 1 needs a module that is three times differentiable at "
+            "W = 0"
         )
     return float(value.detach()), float(slope)
 
@@ -162,7 +167,8 @@ def _mlp_factored(
     if isinstance(xs, (np.ndarray, torch.Tensor)):
         if xs.ndim != 2 or xs.shape[1] != D:
             raise ValueError(
-                f"xs must have shape (m, {D}) for a first layer with in_features = {D}, "
+                f"xs must have shape (m, {D}) for a first layer with "
+                f"in_features = {D}, "
                 f"got {tuple(xs.shape)}"
             )
         if isinstance(xs, torch.Tensor):
@@ -182,7 +188,8 @@ def _mlp_factored(
         bad = ~np.isfinite(X).all(axis=1)
         if bad.any():
             raise ValueError(
-                f"xs[{int(np.flatnonzero(bad)[0])}]: x contains NaN or inf: the expansion of f at "
+                f"xs[{int(np.flatnonzero(bad)[0])}]: x contains NaN or inf: "
+                "the expansion of f at "
                 "such an input is undefined"
             )
     else:
@@ -193,13 +200,15 @@ def _mlp_factored(
                 if isinstance(x, torch.Tensor):
                     if not x.is_floating_point():
                         raise TypeError(
-                            f"x must be a real floating tensor, got dtype {x.dtype}"
+                            "x must be a real floating tensor, got dtype "
+                            f"{x.dtype}"
                         )
                     x = x.cpu().numpy()
                 x = np.asarray(x)
                 if x.shape != (D,):
                     raise ValueError(
-                        f"x must have shape ({D},) (in_features of the first layer), got {x.shape}"
+                        f"x must have shape ({D},) (in_features of the "
+                        f"first layer), got {x.shape}"
                     )
                 if x.dtype.kind not in "fiu":
                     raise TypeError(
@@ -367,8 +376,10 @@ def expand_dataset(
             return out
     if factored:
         raise ValueError(
-            "factored=True: no factored form is known for this module; the factored path covers "
-            "nn.Sequential(Linear, smooth elementwise activation, Linear) with its hidden units"
+            "factored=True: no factored form is known for this module; the "
+            "factored path covers "
+            "nn.Sequential(Linear, smooth elementwise activation, Linear) "
+            "with its hidden units"
         )
     m = len(xs)
     exps = []
@@ -387,10 +398,14 @@ def expand_dataset(
             need = 8 * m * V * (2 * p * p + p + 1)
             if need > max_bytes:
                 raise MemoryError(
-                    f"the dense NQF of m = {m:,} inputs (p = {p:,}, {V} output(s)) needs {need / 2**30:,.2f} GiB "
-                    f"for A, B, g and f0, more than max_bytes = {max_bytes / 2**30:,.2f} GiB. Raise it with "
-                    f"expand_dataset(..., max_bytes={int(need * 1.1):,}), expand fewer inputs, or use a module "
-                    "whose factored form is known (nn.Sequential(Linear, act, Linear): Proposition 1)"
+                    f"the dense NQF of m = {m:,} inputs (p = {p:,}, {V} "
+                    f"output(s)) needs {need / 2**30:,.2f} GiB "
+                    "for A, B, g and f0, more than max_bytes = "
+                    f"{max_bytes / 2**30:,.2f} GiB. Raise it with "
+                    f"expand_dataset(..., max_bytes={int(need * 1.1):,}), "
+                    "expand fewer inputs, or use a module "
+                    "whose factored form is known (nn.Sequential(Linear, "
+                    "act, Linear): Proposition 1)"
                 )
     return NQF(
         A=np.stack([e.A for e in exps]),

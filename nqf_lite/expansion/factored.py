@@ -132,7 +132,8 @@ class FactoredNQF(NQF):
                 or R.shape != (nV, rR.size)
             ):
                 raise ValueError(
-                    f"terms[{i}]: L must be (m, len(rows_L)) and R (V={nV}, len(rows_R)), got "
+                    f"terms[{i}]: L must be (m, len(rows_L)) and R (V={nV}, "
+                    "len(rows_R)), got "
                     f"{L.shape}, {R.shape}"
                 )
             for name, rows in (("rows_L", rL), ("rows_R", rR)):
@@ -142,13 +143,15 @@ class FactoredNQF(NQF):
                     or np.unique(rows).size != rows.size
                 ):
                     raise ValueError(
-                        f"terms[{i}].{name} must be distinct rows in [0, p = {self.p})"
+                        f"terms[{i}].{name} must be distinct rows in [0, p "
+                        f"= {self.p})"
                     )
             if m is None:
                 m = L.shape[0]
             elif L.shape[0] != m:
                 raise ValueError(
-                    f"terms[{i}]: L has {L.shape[0]} inputs, the first term {m}"
+                    f"terms[{i}]: L has {L.shape[0]} inputs, the first term "
+                    f"{m}"
                 )
             if not (np.isfinite(L).all() and np.isfinite(R).all()):
                 raise ValueError(f"terms[{i}]: L and R must be finite")
@@ -164,7 +167,8 @@ class FactoredNQF(NQF):
             g_out = g_out[None, :]
         if g_out.shape != (nV, self.p):
             raise ValueError(
-                f"g must have shape ({nV}, {self.p}) (one row per output, shared over inputs), "
+                f"g must have shape ({nV}, {self.p}) (one row per output, "
+                "shared over inputs), "
                 f"got {g_out.shape}"
             )
         self._g_out = g_out
@@ -185,8 +189,10 @@ class FactoredNQF(NQF):
         need = 8 * self.m * (1 if self.V is None else self.V) * per
         if need > DENSE_MAX_BYTES:
             raise MemoryError(
-                f"the dense {what} of this factored NQF would need {need / 2**30:.2f} GiB, more than "
-                f"nqf_lite.expansion.factored.DENSE_MAX_BYTES = {DENSE_MAX_BYTES / 2**30:.2f} GiB; every NQF method "
+                f"the dense {what} of this factored NQF would need "
+                f"{need / 2**30:.2f} GiB, more than "
+                "nqf_lite.expansion.factored.DENSE_MAX_BYTES = "
+                f"{DENSE_MAX_BYTES / 2**30:.2f} GiB; every NQF method "
                 "works on the factors, so use them (or raise DENSE_MAX_BYTES)"
             )
 
@@ -222,7 +228,10 @@ class FactoredNQF(NQF):
 
     def __repr__(self) -> str:
         out = "scalar" if self.V is None else f"V={self.V}"
-        return f"FactoredNQF(m={self.m}, p={self.p}, {out}, zgz={self.zgz}, terms={len(self.terms)}, {self.dtype})"
+        return (
+            f"FactoredNQF(m={self.m}, p={self.p}, {out}, zgz={self.zgz}, "
+            f"terms={len(self.terms)}, {self.dtype})"
+        )
 
     @property
     def nbytes(self) -> int:

@@ -23,9 +23,10 @@ W)``: the training of an NQF, explicit on ``W`` or closed on ``(M, μ)``, with
 its :class:`~nqf_lite.dynamics.training.TrainingRecord`, lives in
 :mod:`nqf_lite.dynamics.training` (:meth:`NQF.train`,
 :meth:`NQF.train_closed`, :meth:`NQF.gd_step` and :meth:`NQF.closed_step`
-call it).  The tangent kernel of Prop. 8 (App. B.6) is a function of ``(M, μ)`` too
-(:func:`ntk_from_moments`).  :func:`realize_moments` goes back from ``(M, μ)``
-to weights; :func:`random_nqf` draws a test bed.
+call it).  The tangent kernel of Prop. 8 (App. B.6) is a function of
+``(M, μ)`` too (:func:`ntk_from_moments`).  :func:`realize_moments`
+(:mod:`nqf_lite.expansion.order`) goes back from ``(M, μ)`` to weights;
+:func:`random_nqf` draws a test bed.
 """
 
 from __future__ import annotations
@@ -409,7 +410,8 @@ def ntk_from_moments(nqf: NQF, M, mu, d: int) -> np.ndarray:
         raise TypeError(f"nqf must be an NQF, got {type(nqf).__name__}")
     if nqf.V is not None:
         raise ValueError(
-            f"nqf must have a scalar output for the m x m kernel, got V = {nqf.V}"
+            "nqf must have a scalar output for the m x m kernel, got V = "
+            f"{nqf.V}"
         )
     M, mu = nqf._state(M, mu)
     d = width("d", d)
@@ -489,7 +491,8 @@ def random_nqf(
         seed, (int, np.integer, np.random.Generator)
     ) or isinstance(seed, bool):
         raise TypeError(
-            f"seed must be an int or a numpy Generator, got {type(seed).__name__}"
+            "seed must be an int or a numpy Generator, got "
+            f"{type(seed).__name__}"
         )
     if not isinstance(seed, np.random.Generator) and seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed}")

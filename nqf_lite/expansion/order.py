@@ -51,7 +51,8 @@ def moments(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     W = as_array("W", W, ndim=2)
     if W.size == 0:
         raise ValueError(
-            f"W must hold at least one neuron of at least one parameter, got shape {W.shape}"
+            "W must hold at least one neuron of at least one parameter, "
+            f"got shape {W.shape}"
         )
     return W @ W.T, W.sum(axis=1)
 
@@ -98,14 +99,17 @@ def check_realizable(M: np.ndarray, mu: np.ndarray, d: int) -> None:
     lam = np.linalg.eigvalsh(C)
     if lam[0] < -tol:
         raise ValueError(
-            f"(M, mu) is not realisable by any width-{d} weights: M - mu mu^T/d must be positive "
-            f"semi-definite, but its smallest eigenvalue is {lam[0]:.3g} (M must be a Gram matrix W W^T "
+            f"(M, mu) is not realisable by any width-{d} weights: M - mu "
+            "mu^T/d must be positive "
+            f"semi-definite, but its smallest eigenvalue is {lam[0]:.3g} (M "
+            "must be a Gram matrix W W^T "
             "and mu = W 1 of the same W)"
         )
     rank = int(np.sum(lam > tol))
     if rank > d - 1:
         raise ValueError(
-            f"(M, mu) is not realisable by any width-{d} weights: M - mu mu^T/d has rank {rank} > d - 1 = "
+            f"(M, mu) is not realisable by any width-{d} weights: M - mu "
+            f"mu^T/d has rank {rank} > d - 1 = "
             f"{d - 1} (M = W W^T has rank <= d); pass a width d >= {rank + 1}"
         )
 
@@ -173,14 +177,16 @@ def realize_moments(
     tol = 1e-12 * max(1.0, float(np.max(np.abs(lam))))
     if lam.min() < -tol:
         raise ValueError(
-            f"M - mu mu^T/d must be positive semi-definite (smallest eigenvalue {lam.min():.3g}): "
+            "M - mu mu^T/d must be positive semi-definite (smallest "
+            f"eigenvalue {lam.min():.3g}): "
             "no width-d layer has these moments"
         )
     keep = lam > tol
     r = int(keep.sum())
     if r > d - 1:
         raise ValueError(
-            f"M - mu mu^T/d has rank {r}, so it needs width >= {r + 1}, got d = {d}"
+            f"M - mu mu^T/d has rank {r}, so it needs width >= {r + 1}, got "
+            f"d = {d}"
         )
     L = Q[:, keep] * np.sqrt(lam[keep])
     Z = frame_orthogonal_to_ones(d, rng)[:, :r]

@@ -116,9 +116,12 @@ class Expansion:
         W = as_array("W", W, ndim=2)
         if W.shape != (self.p, self.d):
             raise ValueError(
-                f"W must have shape (p, d) = ({self.p}, {self.d}), the width this expansion was "
-                f"taken at, got {W.shape}; f(0) and, for non-additive modules, g, A, B can depend "
-                f"on the width, so call expand(f, x, p, d={W.shape[1] if W.shape[0] == self.p else 'd'})"
+                f"W must have shape (p, d) = ({self.p}, {self.d}), the "
+                "width this expansion was "
+                f"taken at, got {W.shape}; f(0) and, for non-additive "
+                "modules, g, A, B can depend "
+                "on the width, so call expand(f, x, p, "
+                f"d={W.shape[1] if W.shape[0] == self.p else 'd'})"
             )
         M, mu = moments(W)
         return (
@@ -146,16 +149,20 @@ def evaluate(f: Module, W: torch.Tensor, x: Any) -> torch.Tensor:
     except IndexError as exc:
         p, d = W.shape
         raise ValueError(
-            f"f(W, x) raised IndexError ({exc}) for W of shape (p, d) = ({p}, {d}): check p = {p}, "
-            "the number of parameters of one neuron (the rows of W) that f indexes"
+            f"f(W, x) raised IndexError ({exc}) for W of shape (p, d) = "
+            f"({p}, {d}): check p = {p}, "
+            "the number of parameters of one neuron (the rows of W) that f "
+            "indexes"
         ) from exc
     except RuntimeError as exc:
         if isinstance(f, ModuleUnits):
             raise
         p, d = W.shape
         raise ValueError(
-            f"f(W, x) failed for x = {describe(x)} and W of shape (p, d) = ({p}, {d}), float64: torch raised "
-            f"RuntimeError: {str(exc).splitlines()[0]}; check the size and dtype of x and p = {p}"
+            f"f(W, x) failed for x = {describe(x)} and W of shape (p, d) = "
+            f"({p}, {d}), float64: torch raised "
+            f"RuntimeError: {str(exc).splitlines()[0]}; check the size and "
+            f"dtype of x and p = {p}"
         ) from exc
     if not isinstance(out, torch.Tensor):
         raise TypeError(
@@ -163,11 +170,13 @@ def evaluate(f: Module, W: torch.Tensor, x: Any) -> torch.Tensor:
         )
     if out.is_complex() or not out.is_floating_point():
         raise TypeError(
-            f"f(W, x) must return a real floating tensor, got dtype {out.dtype}"
+            "f(W, x) must return a real floating tensor, got dtype "
+            f"{out.dtype}"
         )
     if out.ndim > 1:
         raise ValueError(
-            f"f(W, x) must return a scalar or a (V,) vector, got shape {tuple(out.shape)}"
+            "f(W, x) must return a scalar or a (V,) vector, got shape "
+            f"{tuple(out.shape)}"
         )
     return out.to(torch.float64)
 
@@ -183,8 +192,10 @@ def check_symmetry(
         gap = float(np.max(np.abs(other - base)))
         if gap > SYMMETRY_RTOL * (1.0 + float(np.max(np.abs(base)))):
             raise NotSymmetricError(
-                f"f is not symmetric under permuting neurons: f(W P) - f(W) = {gap:.3g} for the "
-                f"column permutation {perm} at a random width-3 W; Theorem 1 needs S_d symmetry "
+                "f is not symmetric under permuting neurons: f(W P) - f(W) "
+                f"= {gap:.3g} for the "
+                f"column permutation {perm} at a random width-3 W; Theorem "
+                "1 needs S_d symmetry "
                 "(Definition 1). Check that W's columns are the neurons."
             )
 
@@ -236,10 +247,14 @@ def check_smooth(
                 )
                 if np.any(stuck):
                     raise NotSmoothError(
-                        f"f is not differentiable at W = 0: its {name}-order autograd coefficient disagrees "
-                        f"with one-sided difference quotients by {np.max(small):.3g}, and the gap does not "
-                        f"shrink as the step goes from {SMOOTH_STEPS[0]:g} to {SMOOTH_STEPS[-1]:g}. A kink at "
-                        "the origin (e.g. ReLU, |u.x|) makes the quadratic form wrong; Theorem 1 needs a C^3 module."
+                        "f is not differentiable at W = 0: its "
+                        f"{name}-order autograd coefficient disagrees "
+                        "with one-sided difference quotients by "
+                        f"{np.max(small):.3g}, and the gap does not "
+                        f"shrink as the step goes from {SMOOTH_STEPS[0]:g} "
+                        f"to {SMOOTH_STEPS[-1]:g}. A kink at "
+                        "the origin (e.g. ReLU, |u.x|) makes the quadratic "
+                        "form wrong; Theorem 1 needs a C^3 module."
                     )
 
 
@@ -279,9 +294,12 @@ def check_module_symmetry(
     worst, tol = gap()
     if worst > tol:
         raise NotSymmetricError(
-            f"the module is not symmetric under permuting its units: f(W P) - f(W) = {worst:.3g} at a random W for "
-            f"{units!r}. Theorem 1 needs S_d symmetry (Definition 1): check that units lists every per-unit "
-            "parameter with its dim, and d (a unit may own several consecutive indices, e.g. an attention head)"
+            "the module is not symmetric under permuting its units: f(W P) "
+            f"- f(W) = {worst:.3g} at a random W for "
+            f"{units!r}. Theorem 1 needs S_d symmetry (Definition 1): check "
+            "that units lists every per-unit "
+            "parameter with its dim, and d (a unit may own several "
+            "consecutive indices, e.g. an attention head)"
         )
     for name, t in units.module.named_parameters():
         if name in units.owned or not t.is_floating_point() or t.numel() == 0:
@@ -293,8 +311,10 @@ def check_module_symmetry(
         worst, tol = gap({name: base + kick})
         if worst > tol:
             raise ValueError(
-                f"units leaves out {name!r} (shape {tuple(t.shape)}), which belongs to the units: the module is "
-                "symmetric at its current value, but permuting the units without it changes f once it varies. "
+                f"units leaves out {name!r} (shape {tuple(t.shape)}), which "
+                "belongs to the units: the module is "
+                "symmetric at its current value, but permuting the units "
+                "without it changes f once it varies. "
                 f"Add ({name!r}, dim) to units"
             )
 
@@ -344,7 +364,8 @@ def truncation_error(
         )
     if not isinstance(expansion, Expansion):
         raise TypeError(
-            f"expansion must be an Expansion (from expand), got {type(expansion).__name__}"
+            "expansion must be an Expansion (from expand), got "
+            f"{type(expansion).__name__}"
         )
     if isinstance(f, nn.Module):
         f = ModuleUnits(f, units, expansion.d)
@@ -352,12 +373,14 @@ def truncation_error(
         raise ValueError("units applies to a torch.nn.Module f only")
     if not callable(f):
         raise TypeError(
-            f"f must be a torch.nn.Module or callable as f(W, x), got {type(f).__name__}"
+            "f must be a torch.nn.Module or callable as f(W, x), got "
+            f"{type(f).__name__}"
         )
     x = finite_input("x", x)
     if expansion.p != W.shape[0]:
         raise ValueError(
-            f"expansion has p={expansion.p}, which does not match W with {W.shape[0]} rows"
+            f"expansion has p={expansion.p}, which does not match W with "
+            f"{W.shape[0]} rows"
         )
     errs = []
     with torch.no_grad():

@@ -123,9 +123,12 @@ def _default_units(module: nn.Module) -> list[tuple[str, int]]:
         f"{n} {tuple(t.shape)}" for n, t in module.named_parameters()
     )
     raise ValueError(
-        f"units is required for a {type(module).__name__}: the automatic choice covers "
-        "nn.Sequential(Linear or Conv, parameter-free layers, Linear) only. List the parameters of one "
-        "unit as (name, dim) pairs, e.g. units=[('0.weight', 0), ('0.bias', 0), ('2.weight', 1)]; "
+        f"units is required for a {type(module).__name__}: the automatic "
+        "choice covers "
+        "nn.Sequential(Linear or Conv, parameter-free layers, Linear) only. "
+        "List the parameters of one "
+        "unit as (name, dim) pairs, e.g. units=[('0.weight', 0), ('0.bias', "
+        "0), ('2.weight', 1)]; "
         f"the module's parameters are: {shapes or 'none'}"
     )
 
@@ -140,7 +143,8 @@ def _unknown(
         else "."
     )
     return ValueError(
-        f"{where}: the module has no parameter {name!r}{hint} Its parameters are: "
+        f"{where}: the module has no parameter {name!r}{hint} Its "
+        "parameters are: "
         + (
             ", ".join(f"{n} {tuple(t.shape)}" for n, t in params.items())
             or "none"
@@ -157,19 +161,23 @@ def _entry(where: str, entry: Any, params: dict[str, torch.Tensor]) -> tuple:
         or len(entry) not in (2, 3)
     ):
         raise TypeError(
-            f"{where} must be a pair (name, dim) or a triple (name, dim, blocks), got {entry!r}"
+            f"{where} must be a pair (name, dim) or a triple (name, dim, "
+            f"blocks), got {entry!r}"
         )
     name, dim = entry[0], entry[1]
     if not isinstance(name, str) or not name:
         raise TypeError(
-            f"{where}: the parameter name must be a non-empty string, got {name!r}"
+            f"{where}: the parameter name must be a non-empty string, got "
+            f"{name!r}"
         )
     blocks = integer(f"{where} blocks", entry[2]) if len(entry) == 3 else 1
     if "*" in name:
         if name.count("*") != 1 or dim is not None or blocks != 1:
             raise ValueError(
-                f"{where}: a name with one '*' (like 'experts.*.weight') gives unit i the whole parameter "
-                f"with '*' replaced by i, so write ({name!r}, None); got {tuple(entry)!r}"
+                f"{where}: a name with one '*' (like 'experts.*.weight') "
+                "gives unit i the whole parameter "
+                f"with '*' replaced by i, so write ({name!r}, None); got "
+                f"{tuple(entry)!r}"
             )
         pattern = re.compile(re.escape(name).replace(r"\*", r"(\d+)"))
         found = sorted(
@@ -182,12 +190,14 @@ def _entry(where: str, entry: Any, params: dict[str, torch.Tensor]) -> tuple:
         idx = [i for i, _ in found]
         if idx != list(range(len(idx))):
             raise ValueError(
-                f"{where}: the parameters matching {name!r} must be numbered 0, 1, 2, ..., got {idx}"
+                f"{where}: the parameters matching {name!r} must be "
+                f"numbered 0, 1, 2, ..., got {idx}"
             )
         shapes = {tuple(params[n].shape) for _, n in found}
         if len(shapes) != 1:
             raise ValueError(
-                f"{where}: the parameters matching {name!r} have different shapes {sorted(shapes)}"
+                f"{where}: the parameters matching {name!r} have different "
+                f"shapes {sorted(shapes)}"
             )
         return (
             name,
@@ -202,16 +212,19 @@ def _entry(where: str, entry: Any, params: dict[str, torch.Tensor]) -> tuple:
     shape = tuple(params[name].shape)
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
         raise TypeError(
-            f"{where}: dim must be an axis of {name!r} (shape {shape}), an integer, got {dim!r}"
+            f"{where}: dim must be an axis of {name!r} (shape {shape}), an "
+            f"integer, got {dim!r}"
         )
     if not -len(shape) <= dim < len(shape):
         raise ValueError(
-            f"{where}: dim = {dim} is not an axis of {name!r}, whose shape is {shape}"
+            f"{where}: dim = {dim} is not an axis of {name!r}, whose shape "
+            f"is {shape}"
         )
     dim = int(dim) % len(shape)
     if shape[dim] % blocks:
         raise ValueError(
-            f"{where}: {name!r} has {shape[dim]} entries along dim {dim}, which do not split into blocks = {blocks}"
+            f"{where}: {name!r} has {shape[dim]} entries along dim {dim}, "
+            f"which do not split into blocks = {blocks}"
         )
     return name, (name,), dim, blocks, shape, shape[dim] // blocks
 
@@ -233,7 +246,8 @@ def _resolve(
     spec = _default_units(module) if units is None else units
     if isinstance(spec, (str, bytes)) or not isinstance(spec, (list, tuple)):
         raise TypeError(
-            f"units must be a list of (name, dim) pairs, got {type(spec).__name__}"
+            "units must be a list of (name, dim) pairs, got "
+            f"{type(spec).__name__}"
         )
     if len(spec) == 0:
         raise ValueError("units must list at least one (name, dim) pair")
@@ -243,21 +257,25 @@ def _resolve(
         for n in names:
             if n in owner:
                 raise ValueError(
-                    f"units[{i}] lists {n!r} again ({owner[n]} already does): a parameter belongs "
+                    f"units[{i}] lists {n!r} again ({owner[n]} already "
+                    "does): a parameter belongs "
                     "to the units once"
                 )
             owner[n] = f"units[{i}]"
     for n, t in list(module.named_parameters()) + list(module.named_buffers()):
         if t.is_meta:
             raise ValueError(
-                f"module: parameter {n!r} (shape {tuple(t.shape)}) is on the meta device and holds no values; "
-                "materialise the module first (module.to_empty(device='cpu') and initialise its weights)"
+                f"module: parameter {n!r} (shape {tuple(t.shape)}) is on "
+                "the meta device and holds no values; "
+                "materialise the module first "
+                "(module.to_empty(device='cpu') and initialise its weights)"
             )
     for n in owner:
         t = params[n]
         if t.is_complex() or not t.is_floating_point():
             raise TypeError(
-                f"parameter {n!r} must be real floating point, got dtype {t.dtype}"
+                f"parameter {n!r} must be real floating point, got dtype "
+                f"{t.dtype}"
             )
     counts = [e[5] for e in entries]
     if d is None:
@@ -268,8 +286,10 @@ def _resolve(
                 for lab, _, dim, _, _, c in entries
             )
             raise ValueError(
-                f"units: the sizes do not match ({sizes}): every entry must give the same number of units; "
-                "if a unit owns several consecutive indices (e.g. an attention head), pass d, the number of units"
+                f"units: the sizes do not match ({sizes}): every entry must "
+                "give the same number of units; "
+                "if a unit owns several consecutive indices (e.g. an "
+                "attention head), pass d, the number of units"
             )
         d = counts[0]
     else:
@@ -282,7 +302,8 @@ def _resolve(
                     else f"has {c} entries per block along dim {dim}"
                 )
                 raise ValueError(
-                    f"units[{i}]: {lab!r} {what}, which do not split into d = {d} units"
+                    f"units[{i}]: {lab!r} {what}, which do not split into d "
+                    f"= {d} units"
                 )
     parts = [
         _Part(lab, names, dim, blocks, shape, 1 if dim is None else c // d)
@@ -433,7 +454,8 @@ class ModuleUnits:
             W = torch.as_tensor(as_array("W", W))
         if W.shape != (self.p, self.d):
             raise ValueError(
-                f"W must have shape (p, d) = ({self.p}, {self.d}) for these units, got {tuple(W.shape)}"
+                f"W must have shape (p, d) = ({self.p}, {self.d}) for these "
+                f"units, got {tuple(W.shape)}"
             )
         return W
 
@@ -491,21 +513,32 @@ class ModuleUnits:
             expects = ""
             for layer in self.module.modules():
                 if isinstance(layer, nn.Linear):
-                    expects = f" (its first Linear layer expects in_features = {layer.in_features} on the last axis)"
+                    expects = (
+                        " (its first Linear layer expects "
+                        f"in_features = {layer.in_features} on the "
+                        "last axis)"
+                    )
                     break
             raise ValueError(
-                f"the module cannot be evaluated on x = {describe(args[0] if len(args) == 1 else args)}"
-                f"{expects}; torch raised RuntimeError: {str(exc).splitlines()[0]}. Check the input's size and "
-                f"dtype (floating inputs are cast to float64; integer ones are passed as they are){'' if first is None else '; the module has ' + shapes}"
+                "the module cannot be evaluated on x = "
+                f"{describe(args[0] if len(args) == 1 else args)}"
+                f"{expects}; torch raised RuntimeError: "
+                f"{str(exc).splitlines()[0]}. Check the input's size and "
+                "dtype (floating inputs are cast to float64; integer ones "
+                "are passed as they "
+                f"are){'' if first is None else '; the module has ' + shapes}"
             ) from exc
         if not isinstance(out, torch.Tensor):
             raise TypeError(
-                f"the module must return one tensor, got {type(out).__name__}; wrap it in a module that returns "
-                "one (nn.MultiheadAttention returns a pair (output, weights): keep the output)"
+                "the module must return one tensor, got "
+                f"{type(out).__name__}; wrap it in a module that returns "
+                "one (nn.MultiheadAttention returns a pair (output, "
+                "weights): keep the output)"
             )
         if out.is_complex() or not out.is_floating_point():
             raise TypeError(
-                f"the module must return a real floating tensor, got dtype {out.dtype}"
+                "the module must return a real floating tensor, got dtype "
+                f"{out.dtype}"
             )
         return out.reshape(()) if out.numel() == 1 else out.reshape(-1)
 
@@ -516,7 +549,10 @@ class ModuleUnits:
             + f" ({part.size})"
             for part in self._parts
         )
-        return f"ModuleUnits({type(self.module).__name__}: d = {self.d} units of p = {self.p}: {parts})"
+        return (
+            f"ModuleUnits({type(self.module).__name__}: d = {self.d} "
+            f"units of p = {self.p}: {parts})"
+        )
 
 
 def module_units(
@@ -552,7 +588,7 @@ def module_units(
     Examples
     --------
     >>> net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
-    >>> u = module_units(net)           # rows of 0.weight, 0.bias; columns of 2.weight
+    >>> u = module_units(net)  # rows of 0.weight, 0.bias; columns of 2.weight
     >>> u.p, u.d, u.weights().shape
     (5, 8, (5, 8))
     """

@@ -121,7 +121,8 @@ def _grid_folds(
     mirror applies.
 
     On the grid of
-    :func:`~nqf_lite.expansion.models.fourier.fourier_features`, ``psi(x_{M-n}) = psi(x_n)``; when
+    :func:`~nqf_lite.expansion.models.fourier.fourier_features`,
+    ``psi(x_{M-n}) = psi(x_n)``; when
     the target shares that symmetry (as a cosine target does) the loss is a
     weighted sum over ``n = 0..M/2``; and ``psi_k(x_{M/2-n}) = (-1)^k
     psi_k(x_n)``, so the odd ``tanh`` need only be evaluated for ``n =

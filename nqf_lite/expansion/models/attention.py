@@ -87,7 +87,8 @@ def _inputs_t(inputs: Any, D: int) -> tuple[torch.Tensor, torch.Tensor]:
     x, X = tensor64(inputs[0]), tensor64(inputs[1])
     if x.shape != (D,) or X.ndim != 2 or X.shape[0] != D:
         raise ValueError(
-            f"attention input must be x of shape ({D},) and X of shape ({D}, N), "
+            f"attention input must be x of shape ({D},) and X of shape "
+            f"({D}, N), "
             f"got {tuple(x.shape)} and {tuple(X.shape)}"
         )
     return x, X

@@ -47,7 +47,8 @@ def _check_tokens(obj: Network, inputs: Inputs, single: bool) -> tuple:
     check_sizes("X (context)", X, {-1: obj.D})
     if not single and X.shape[0] != x.shape[0]:
         raise ValueError(
-            f"x and X must hold the same number of samples, got {x.shape[0]} and {X.shape[0]}"
+            "x and X must hold the same number of samples, got "
+            f"{x.shape[0]} and {X.shape[0]}"
         )
     return (x, X)
 

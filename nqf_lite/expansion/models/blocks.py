@@ -95,11 +95,13 @@ def activation(
     """
     if not isinstance(name, str):
         raise TypeError(
-            f"{arg} must be an activation name, one of {sorted(ACTIVATIONS)}, got {name!r}"
+            f"{arg} must be an activation name, one of "
+            f"{sorted(ACTIVATIONS)}, got {name!r}"
         )
     if name not in ACTIVATIONS:
         raise ValueError(
-            f"{arg} must be an activation name, one of {sorted(ACTIVATIONS)}, got {name!r}"
+            f"{arg} must be an activation name, one of "
+            f"{sorted(ACTIVATIONS)}, got {name!r}"
         )
     return ACTIVATIONS[name]
 
@@ -129,7 +131,8 @@ class Layout:
         for name, shape in self.blocks:
             if len(shape) > 2 or any(int(s) < 1 for s in shape):
                 raise ValueError(
-                    f"block {name!r} needs a shape of 0-2 positive sizes, got {shape}"
+                    f"block {name!r} needs a shape of 0-2 positive sizes, "
+                    f"got {shape}"
                 )
 
     @property
@@ -159,7 +162,8 @@ class Layout:
         """Raise unless ``W`` is 2-D with ``p`` rows."""
         if W.ndim != 2 or W.shape[0] != self.p:
             raise ValueError(
-                f"{arg} must have shape (p={self.p}, d) for layout {self.names}, got {tuple(W.shape)}"
+                f"{arg} must have shape (p={self.p}, d) for layout "
+                f"{self.names}, got {tuple(W.shape)}"
             )
 
     def unpack(self, W: Any) -> dict[str, Any]:
@@ -200,7 +204,8 @@ class Layout:
         """
         if set(blocks) != set(self.names):
             raise ValueError(
-                f"blocks must have exactly the keys {self.names}, got {sorted(blocks)}"
+                f"blocks must have exactly the keys {self.names}, got "
+                f"{sorted(blocks)}"
             )
         cols = []
         d = None
@@ -209,7 +214,8 @@ class Layout:
             d = b.shape[0] if d is None else d
             if b.shape != (d, *shape):
                 raise ValueError(
-                    f"block {name!r} must have shape {(d, *shape)}, got {b.shape}"
+                    f"block {name!r} must have shape {(d, *shape)}, got "
+                    f"{b.shape}"
                 )
             # column-major vec of each neuron's block: transpose the last two
             # axes, then flatten
@@ -345,7 +351,8 @@ def feedforward_blocks(
         found = [s for s in range(1, p) if _is_split(A, s, atol)]
         if not found:
             raise ValueError(
-                "A has no feed-forward form ½[[0, C], [Cᵀ, 0]] (Eq. 17) for any split"
+                "A has no feed-forward form ½[[0, C], [Cᵀ, 0]] (Eq. 17) for "
+                "any split"
             )
         split = found[0]
     elif (

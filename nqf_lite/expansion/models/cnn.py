@@ -52,7 +52,8 @@ def _image(X: Any) -> np.ndarray:
     arr = as_array("X", X, ndim=(2, 3))
     if 0 in arr.shape:
         raise ValueError(
-            f"X must be a non-empty image of shape (H, W) or (C, H, W), got shape {arr.shape}"
+            "X must be a non-empty image of shape (H, W) or (C, H, W), got "
+            f"shape {arr.shape}"
         )
     return arr[None] if arr.ndim == 2 else arr
 
@@ -130,7 +131,8 @@ def cnn_module(
             or img.shape[2] < kw
         ):
             raise ValueError(
-                f"X must have shape ({C}, H>={kh}, W>={kw}) (or (H, W) for one channel), "
+                f"X must have shape ({C}, H>={kh}, W>={kw}) (or (H, W) for "
+                "one channel), "
                 f"got {tuple(tensor64(X).shape)}"
             )
         b = layout.unpack(W)
@@ -335,7 +337,8 @@ class SingleLayerCNN(ModuleModel):
         )
         if self.kernel[0] > self.image[0] or self.kernel[1] > self.image[1]:
             raise ValueError(
-                f"kernel {self.kernel} must fit inside image {self.image} (kh <= H, kw <= W)"
+                f"kernel {self.kernel} must fit inside image {self.image} "
+                "(kh <= H, kw <= W)"
             )
         self.width = integer("width", width)
         self.module = cnn_module(self.kernel)
@@ -347,13 +350,15 @@ class SingleLayerCNN(ModuleModel):
         if img.ndim == 3:
             if img.shape[0] != 1:
                 raise ValueError(
-                    f"x (the image) must have one channel, shape (H, W) or (1, H, W), got {img.shape}"
+                    "x (the image) must have one channel, shape (H, W) or "
+                    f"(1, H, W), got {img.shape}"
                 )
             img = img[0]
         kh, kw = self.kernel
         if img.shape[0] < kh or img.shape[1] < kw:
             raise ValueError(
-                f"x (the image) must be at least the kernel {self.kernel}, got shape {img.shape}"
+                f"x (the image) must be at least the kernel {self.kernel}, "
+                f"got shape {img.shape}"
             )
         return img
 
@@ -369,7 +374,8 @@ class SingleLayerCNN(ModuleModel):
 def _size_pair(name: str, value: Any) -> tuple[int, int]:
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise TypeError(
-            f"{name} must be a pair of positive ints (height, width), got {value!r}"
+            f"{name} must be a pair of positive ints (height, width), got "
+            f"{value!r}"
         )
     return integer(f"{name}[0]", value[0]), integer(f"{name}[1]", value[1])
 

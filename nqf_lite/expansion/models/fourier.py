@@ -62,7 +62,8 @@ def fourier_features(M: int, P: int) -> tuple[np.ndarray, np.ndarray]:
     P = integer("P", P)
     if 2 * P >= M:
         raise ValueError(
-            f"P must be < M/2 for orthonormal cosines on the grid, got P={P}, M={M}"
+            "P must be < M/2 for orthonormal cosines on the grid, got "
+            f"P={P}, M={M}"
         )
     x = np.arange(M) / M
     k = np.arange(1, P + 1)
@@ -94,7 +95,8 @@ def feature_matrix(psi: object) -> np.ndarray:
     psi = as_array("psi", psi, ndim=2)
     if 0 in psi.shape:
         raise ValueError(
-            f"psi must hold at least one grid point and one feature, shape (M, P), got {psi.shape}"
+            "psi must hold at least one grid point and one feature, shape "
+            f"(M, P), got {psi.shape}"
         )
     return psi
 

@@ -310,7 +310,8 @@ class TwoLayerMLP(ModuleModel):
             )
         if dphi0 is None:
             raise ValueError(
-                f"act must be differentiable at 0 (Thm 1 needs a Taylor expansion), got {act!r}"
+                "act must be differentiable at 0 (Thm 1 needs a Taylor "
+                f"expansion), got {act!r}"
             )
         self.k, self.width, self.act, self.dphi0 = (
             integer("k", k),

@@ -111,7 +111,8 @@ def moe_module(k: int, expert: Expert, gate: str = "tanh") -> SymmetricModule:
     k = integer("k", k)
     if not isinstance(expert, Expert):
         raise TypeError(
-            f"expert must be an Expert (see linear_expert), got {type(expert).__name__}"
+            "expert must be an Expert (see linear_expert), got "
+            f"{type(expert).__name__}"
         )
     psi, psi0, _ = activation(gate, "gate")
     if psi0 != 0.0:
