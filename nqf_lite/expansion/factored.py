@@ -70,6 +70,60 @@ class Term:
     rows_R: np.ndarray
 
 
+def _checked_terms(
+    terms: Sequence[Term], p: int, V: int | None, dtype: np.dtype
+) -> tuple[tuple[Term, ...], int]:
+    """The contract of :class:`FactoredNQF`'s terms, checked once: the terms
+    with contiguous factors (``L`` in ``dtype``) and the number of inputs
+    ``m``."""
+    if not terms:
+        raise ValueError("terms must hold at least one Term")
+    nV = 1 if V is None else V
+    checked = []
+    m = None
+    for i, t in enumerate(terms):
+        if not isinstance(t, Term):
+            raise TypeError(
+                f"terms[{i}] must be a Term, got {type(t).__name__}"
+            )
+        L = np.ascontiguousarray(t.L, dtype=dtype)
+        R = np.ascontiguousarray(t.R, dtype=np.float64)
+        rL = np.asarray(t.rows_L, dtype=np.intp)
+        rR = np.asarray(t.rows_R, dtype=np.intp)
+        if (
+            L.ndim != 2
+            or L.shape[1] != rL.size
+            or R.ndim != 2
+            or R.shape != (nV, rR.size)
+        ):
+            raise ValueError(
+                f"terms[{i}]: L must be (m, len(rows_L)) and R (V={nV}, "
+                "len(rows_R)), got "
+                f"{L.shape}, {R.shape}"
+            )
+        for name, rows in (("rows_L", rL), ("rows_R", rR)):
+            if rows.size and (
+                rows.min() < 0
+                or rows.max() >= p
+                or np.unique(rows).size != rows.size
+            ):
+                raise ValueError(
+                    f"terms[{i}].{name} must be distinct rows in [0, p = {p})"
+                )
+        if m is None:
+            m = L.shape[0]
+        elif L.shape[0] != m:
+            raise ValueError(
+                f"terms[{i}]: L has {L.shape[0]} inputs, the first term {m}"
+            )
+        if not (np.isfinite(L).all() and np.isfinite(R).all()):
+            raise ValueError(f"terms[{i}]: L and R must be finite")
+        checked.append(Term(L, rL, R, rR))
+    if m == 0:
+        raise ValueError("the data set must hold at least one input")
+    return tuple(checked), int(m)
+
+
 class FactoredNQF(NQF):
     """An :class:`~nqf_lite.NQF` whose structure matrices are kept factored.
 
@@ -111,55 +165,8 @@ class FactoredNQF(NQF):
         if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise TypeError(f"dtype must be float32 or float64, got {dtype}")
         self.dtype = dtype
-        if not terms:
-            raise ValueError("terms must hold at least one Term")
+        self.terms, self.m = _checked_terms(terms, self.p, self.V, dtype)
         nV = 1 if self.V is None else self.V
-        checked = []
-        m = None
-        for i, t in enumerate(terms):
-            if not isinstance(t, Term):
-                raise TypeError(
-                    f"terms[{i}] must be a Term, got {type(t).__name__}"
-                )
-            L = np.ascontiguousarray(t.L, dtype=dtype)
-            R = np.ascontiguousarray(t.R, dtype=np.float64)
-            rL = np.asarray(t.rows_L, dtype=np.intp)
-            rR = np.asarray(t.rows_R, dtype=np.intp)
-            if (
-                L.ndim != 2
-                or L.shape[1] != rL.size
-                or R.ndim != 2
-                or R.shape != (nV, rR.size)
-            ):
-                raise ValueError(
-                    f"terms[{i}]: L must be (m, len(rows_L)) and R (V={nV}, "
-                    "len(rows_R)), got "
-                    f"{L.shape}, {R.shape}"
-                )
-            for name, rows in (("rows_L", rL), ("rows_R", rR)):
-                if rows.size and (
-                    rows.min() < 0
-                    or rows.max() >= self.p
-                    or np.unique(rows).size != rows.size
-                ):
-                    raise ValueError(
-                        f"terms[{i}].{name} must be distinct rows in [0, p "
-                        f"= {self.p})"
-                    )
-            if m is None:
-                m = L.shape[0]
-            elif L.shape[0] != m:
-                raise ValueError(
-                    f"terms[{i}]: L has {L.shape[0]} inputs, the first term "
-                    f"{m}"
-                )
-            if not (np.isfinite(L).all() and np.isfinite(R).all()):
-                raise ValueError(f"terms[{i}]: L and R must be finite")
-            checked.append(Term(L, rL, R, rR))
-        if m == 0:
-            raise ValueError("the data set must hold at least one input")
-        self.terms = tuple(checked)
-        self.m = int(m)
         lead = (self.m,) if self.V is None else (self.m, self.V)
         self._lead = lead
         g_out = np.zeros((nV, self.p)) if g is None else as_array("g", g)
