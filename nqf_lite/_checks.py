@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from typing import Any, Callable
+
 import numpy as np
 
 SYM_RTOL = 1e-10
@@ -246,6 +250,12 @@ def integer(name: str, value: object, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be a {kind} integer, got {value}")
     return int(value)
+
+
+def natural(name: str, value: object) -> int:
+    """Return ``value`` as a non-negative int (a seed, a count that may be
+    zero)."""
+    return integer(name, value, minimum=0)
 
 
 def width(name: str, value: object) -> int:
@@ -517,6 +527,66 @@ def torch_generator(seed: object):
     import torch
 
     return torch.Generator().manual_seed(integer("seed", seed, minimum=0))
+
+
+# -----------------------------------------------------------------------------
+# declaring a contract once
+def instance(cls: type) -> Callable[[str, object], Any]:
+    """A check for :func:`checks`: ``value`` must be an instance of ``cls``
+    (``TypeError`` naming the argument otherwise)."""
+
+    def check(name: str, value: object) -> Any:
+        if not isinstance(value, cls):
+            raise TypeError(
+                f"{name} must be an instance of {cls.__name__}, got "
+                f"{type(value).__name__}"
+            )
+        return value
+
+    return check
+
+
+def checks(**contract: Callable[[str, object], Any]) -> Callable:
+    """Declare the contract of a function's arguments once, at its definition.
+
+    ``@checks(lr=positive, steps=integer)`` checks the named arguments with
+    the validators of this module (called as ``check(name, value)``, e.g.
+    :func:`positive`, :func:`integer`, :func:`width`, :func:`instance`) before
+    the body runs, and passes the converted values (``lr`` as a float,
+    ``steps`` as an int); the body trusts them.  The signature and docstring
+    of the function are kept; the contract is its ``__checks__``.
+
+    Examples
+    --------
+    >>> @checks(lr=positive)
+    ... def step(x, lr=0.1):
+    ...     return x - lr * x
+    >>> step(1.0, lr="fast")
+    Traceback (most recent call last):
+    TypeError: lr must be a positive number, got the string 'fast'
+    """
+
+    def wrap(fn: Callable) -> Callable:
+        sig = inspect.signature(fn)
+        unknown = set(contract) - set(sig.parameters)
+        if unknown:
+            raise TypeError(
+                f"checks: {fn.__qualname__} has no argument(s) "
+                f"{sorted(unknown)}"
+            )
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            for name, check in contract.items():
+                bound.arguments[name] = check(name, bound.arguments[name])
+            return fn(*bound.args, **bound.kwargs)
+
+        run.__checks__ = dict(contract)  # type: ignore[attr-defined]
+        return run
+
+    return wrap
 
 
 # --- validators shared by nqf_lite.dynamics, nqf_lite.deep, nqf_lite.design ---

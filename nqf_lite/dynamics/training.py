@@ -32,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from nqf_lite._checks import integer, nonnegative, positive, width
+from nqf_lite._checks import (
+    checks,
+    instance,
+    integer,
+    nonnegative,
+    positive,
+    width,
+)
 from nqf_lite.expansion.form import NQF
 from nqf_lite.expansion.order import check_realizable
 
@@ -194,6 +201,7 @@ def gd_update(nqf: NQF, W, y, lr, idx, wd, f=None) -> np.ndarray:
     return W_new
 
 
+@checks(nqf=instance(NQF), lr=positive, weight_decay=nonnegative)
 def gd_step(
     nqf: NQF, W, y, lr, batch=None, weight_decay: float = 0.0
 ) -> np.ndarray:
@@ -221,14 +229,13 @@ def gd_step(
     FloatingPointError
         If the step produces non-finite weights (learning rate too large).
     """
-    lr = positive("lr", lr)
-    wd = nonnegative("weight_decay", weight_decay)
     W = nqf._W(W)
     y = nqf._y(y)
     with np.errstate(over="ignore", invalid="ignore"):
-        return gd_update(nqf, W, y, lr, nqf._batch(batch), wd)
+        return gd_update(nqf, W, y, lr, nqf._batch(batch), weight_decay)
 
 
+@checks(nqf=instance(NQF), lr=positive, weight_decay=nonnegative, d=width)
 def closed_step(
     nqf: NQF,
     M,
@@ -283,18 +290,16 @@ def closed_step(
     FloatingPointError
         If the step produces non-finite moments.
     """
-    lr = positive("lr", lr)
-    wd = nonnegative("weight_decay", weight_decay)
-    d = width("d", d)
     M, mu = nqf._state(M, mu)
     y = nqf._y(y)
     idx = nqf._batch(batch)
     if not trusted:
         check_realizable(M, mu, d)
     with np.errstate(over="ignore", invalid="ignore"):
-        return closed_update(nqf, M, mu, d, y, lr, idx, wd)
+        return closed_update(nqf, M, mu, d, y, lr, idx, weight_decay)
 
 
+@checks(nqf=instance(NQF))
 def train(
     nqf: NQF,
     W,
@@ -388,6 +393,7 @@ def train(
     )
 
 
+@checks(nqf=instance(NQF), d=width)
 def train_closed(
     nqf: NQF,
     M,
@@ -437,7 +443,6 @@ def train_closed(
     mu)``.
     """
     M, mu = nqf._state(M, mu)
-    d = width("d", d)
     y, lr, wd, steps, batches = schedule(
         nqf, y, lr, weight_decay, steps, batches
     )

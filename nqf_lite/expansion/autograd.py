@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nqf_lite._checks import finite_input, integer, width
+from nqf_lite._checks import checks, finite_input, integer, natural, width
 from nqf_lite.expansion.taylor import (
     SYMMETRY_RTOL,
     Expansion,
@@ -301,6 +301,7 @@ def expand_at(
     return out
 
 
+@checks(seed=natural, max_bytes=integer)
 def expand(
     f: Module | nn.Module,
     x: Any,
@@ -390,8 +391,6 @@ def expand(
     array([0.5, 1. , 1.5])
     """
     fn, p, d, module = unit_function(f, p, d, units)
-    seed = integer("seed", seed, minimum=0)
-    max_bytes = integer("max_bytes", max_bytes)
     x = finite_input("x", x)
     return expand_at(fn, x, p, d, check, seed, max_bytes, module)
 
