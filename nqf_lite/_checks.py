@@ -511,6 +511,16 @@ def tensor(name: str, value: object, ndim: int, shape: tuple | None = None):
     return t
 
 
+def size_pair(name: str, value: object) -> tuple[int, int]:
+    """A pair of positive ints ``(height, width)`` (an image, a kernel)."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(
+            f"{name} must be a pair of positive ints (height, width), got "
+            f"{value!r}"
+        )
+    return integer(f"{name}[0]", value[0]), integer(f"{name}[1]", value[1])
+
+
 def check_sizes(name: str, t: object, axes: dict[int, int]) -> None:
     """Raise ``ValueError`` unless ``t.shape[axis] == n`` for every ``axis:
     n`` of ``axes``."""

@@ -21,6 +21,7 @@ from nqf_lite._checks import (
     check_sizes,
     integer,
     outputs,
+    size_pair,
     tensor,
     torch_generator,
 )
@@ -115,7 +116,7 @@ def cnn_module(
     (channel, row, col)); v (1 or V)]``.  The input ``X`` has shape ``(H, W)``
     (one channel) or ``(channels, H, W)``; stride 1, no padding.
     """
-    kh, kw = _size_pair("kernel_shape", kernel_shape)
+    kh, kw = size_pair("kernel_shape", kernel_shape)
     C = integer("channels", channels)
     phi, _, _ = activation(act, "act")
     V = outputs(V)
@@ -332,8 +333,8 @@ class SingleLayerCNN(ModuleModel):
         width: int = 3,
     ) -> None:
         self.image, self.kernel = (
-            _size_pair("image", image),
-            _size_pair("kernel", kernel),
+            size_pair("image", image),
+            size_pair("kernel", kernel),
         )
         if self.kernel[0] > self.image[0] or self.kernel[1] > self.image[1]:
             raise ValueError(
@@ -369,15 +370,6 @@ class SingleLayerCNN(ModuleModel):
     def sample_input(self, rng: np.random.Generator) -> np.ndarray:
         """A standard normal image (H, W)."""
         return rng.standard_normal(self.image)
-
-
-def _size_pair(name: str, value: Any) -> tuple[int, int]:
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(
-            f"{name} must be a pair of positive ints (height, width), got "
-            f"{value!r}"
-        )
-    return integer(f"{name}[0]", value[0]), integer(f"{name}[1]", value[1])
 
 
 CNN = register(SingleLayerCNN())
