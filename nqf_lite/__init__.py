@@ -4,15 +4,18 @@
 Modules, one per idea of the paper, each importing only the ones above it:
 
 - :mod:`nqf_lite.expansion.form` -- the order parameters ``(M, μ)``, the
-  :class:`NQF` of a data set and
-  its explicit and closed training (Theorem 2, Eqs. 20-24) with a
-  :class:`TrainingRecord` of
-  ``M``, ``μ``, ``W``, losses or predictions, the NTK from ``(M, μ)`` (Prop.
-  8);
+  :class:`NQF` of a data set (Eq. 20), the NTK from ``(M, μ)`` (Prop. 8);
+- :mod:`nqf_lite.dynamics.training` -- its explicit and closed training
+  (Theorem 2, Eqs. 21-24) with a :class:`TrainingRecord` of ``M``, ``μ``,
+  ``W``, losses or predictions;
 - :mod:`nqf_lite.expansion.autograd` -- ``expand``: the structure matrix
   ``A(x)`` (and ``g``, ``B``) of any permutation-symmetric module by autograd
   (Theorem 1, Eq. 20): a function ``f(W, x)`` or a ``torch.nn.Module`` whose
-  units (neurons, heads, experts, channels) ``module_units`` names;
+  units (neurons, heads, experts, channels) ``module_units`` names
+  (:mod:`nqf_lite.expansion.units`); the coefficients, the conditions of
+  Theorem 1 and the remainder in :mod:`nqf_lite.expansion.taylor`;
+  ``expand_dataset``, the NQF of a data set, in
+  :mod:`nqf_lite.expansion.dataset`;
 - :mod:`nqf_lite.dynamics.compression` -- the width-(k_V + 1) twin (Theorem 3);
 - :mod:`nqf_lite.design.forecast` -- ``predict_learning``: the learning order,
   switch-on times and plateaus of a layer, a registry model or an NQF before
@@ -49,18 +52,11 @@ from nqf_lite.dynamics.compression import (
     k_V,
 )
 from nqf_lite.design.forecast import LearningForecast, predict_learning
-from nqf_lite.expansion.autograd import (
-    Expansion,
-    ModuleUnits,
-    NotSmoothError,
-    NotSymmetricError,
-    expand,
-    expand_dataset,
-    module_units,
-)
+from nqf_lite.dynamics.training import TrainingRecord
+from nqf_lite.expansion.autograd import expand
+from nqf_lite.expansion.dataset import expand_dataset
 from nqf_lite.expansion.form import (
     NQF,
-    TrainingRecord,
     moments,
     ntk_from_moments,
     random_nqf,
@@ -73,6 +69,12 @@ from nqf_lite.dynamics.solvable import (
     switch_on_time,
 )
 from nqf_lite.expansion.factored import FactoredNQF
+from nqf_lite.expansion.taylor import (
+    Expansion,
+    NotSmoothError,
+    NotSymmetricError,
+)
+from nqf_lite.expansion.units import ModuleUnits, module_units
 
 __all__ = [
     "NQF",

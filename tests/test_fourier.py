@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from nqf_lite.expansion.models import fourier as fo
+from nqf_lite.experiments import fourier as fx
 
 torch.set_default_dtype(torch.float64)
 
@@ -138,7 +139,7 @@ def test_fourier_bad_inputs():
     with pytest.raises(ValueError, match="shape"):
         fo.fourier_modes(ones, np.ones(3))
     with pytest.raises(ValueError, match="model"):
-        fo.train_fourier(
+        fx.train_fourier(
             ones, ones, ones, psi, np.ones(16), 0.1, 2, model="cnn"
         )
     with pytest.raises(ValueError, match="NaN"):
@@ -156,7 +157,7 @@ def test_train_fourier_two_steps_match_autograd(model):
         0.4 * rng.normal(size=P),
         rng.normal(size=M),
     )
-    t, L, (a, W) = fo.train_fourier(
+    t, L, (a, W) = fx.train_fourier(
         a0, W0, s, psi, y, lr, 2, scale=scale, model=model
     )
     w = torch.tensor(np.stack([a0, W0], 1).ravel(), requires_grad=True)
@@ -191,7 +192,7 @@ def test_train_fourier_nqf_follows_logistic():
     errs = []
     for lr in (0.05, 0.025):
         n = int(round(2000 / lr))
-        t, L, _ = fo.train_fourier(a0, W0, s, psi, y, lr, n, model="nqf")
+        t, L, _ = fx.train_fourier(a0, W0, s, psi, y, lr, n, model="nqf")
         sel = slice(0, n, n // 80)
         z = logistic(t[sel], r, C, (a0 + W0) ** 2 / 2)
         E = ((1 - z / (r / C)) ** 2) @ (c**2 * b**2)
@@ -206,7 +207,7 @@ def test_train_tanh_mlp_two_steps_match_autograd():
     rng = np.random.default_rng(5)
     x, y = np.linspace(0, 1, 12, endpoint=False), rng.normal(size=12)
     u0, v0 = 0.5 * rng.normal(size=H), 0.5 * rng.normal(size=H)
-    _, L = fo.train_tanh_mlp(u0, v0, x, y, lr, 2)
+    _, L = fx.train_tanh_mlp(u0, v0, x, y, lr, 2)
     u = torch.tensor(u0, requires_grad=True)
     v = torch.tensor(v0, requires_grad=True)
     want = []
@@ -224,15 +225,15 @@ def test_train_tanh_mlp_two_steps_match_autograd():
 
 def test_train_tanh_mlp_bad():
     with pytest.raises(ValueError, match="shape"):
-        fo.train_tanh_mlp(
+        fx.train_tanh_mlp(
             np.ones(3), np.ones(2), np.ones(4), np.ones(4), 0.1, 2
         )
     with pytest.raises(ValueError, match="shape"):
-        fo.train_tanh_mlp(
+        fx.train_tanh_mlp(
             np.ones(3), np.ones(3), np.ones(4), np.ones(5), 0.1, 2
         )
     with pytest.raises(TypeError, match="n_steps must be a positive integer"):
-        fo.train_tanh_mlp(
+        fx.train_tanh_mlp(
             np.ones(3), np.ones(3), np.ones(4), np.ones(4), 0.1, True
         )
 
@@ -241,7 +242,7 @@ def test_fourier_refuses_bool_str_complex():
     _, psi = fo.fourier_features(16, 4)
     ones = np.ones(4)
     with pytest.raises(TypeError, match="lr"):
-        fo.train_fourier(ones, ones, ones, psi, np.ones(16), True, 2)
+        fx.train_fourier(ones, ones, ones, psi, np.ones(16), True, 2)
     with pytest.raises(TypeError, match="scale"):
         fo.fourier_mlp(ones, ones, ones, psi, scale="1")
     with pytest.raises(TypeError, match="b"):
@@ -252,7 +253,7 @@ def test_train_fourier_diverging_lr_is_an_error():
     _, psi = fo.fourier_features(16, 4)
     ones = np.ones(4)
     with pytest.raises(ValueError, match="lr"):
-        fo.train_fourier(
+        fx.train_fourier(
             ones, ones, ones, psi, 10 * np.ones(16), 1e3, 50, model="nqf"
         )
 
@@ -276,12 +277,12 @@ def test_train_fourier_ensemble_is_train_fourier_run_by_run(model, grid):
     # a symmetric target on the Fourier grid (the folded path), a random one
     # otherwise
     y = psi @ rng.normal(size=P) if grid == "fourier" else rng.normal(size=M)
-    t, L, (a, W) = fo.train_fourier_ensemble(
+    t, L, (a, W) = fx.train_fourier_ensemble(
         a0, W0, s, psi, y, lr, n, scale=scale, model=model
     )
     assert L.shape == (n, 3) and a.shape == W.shape == (3, P)
     for j in range(3):
-        t1, L1, (a1, W1) = fo.train_fourier(
+        t1, L1, (a1, W1) = fx.train_fourier(
             a0[j], W0[j], s, psi, y, lr, n, scale=scale, model=model
         )
         np.testing.assert_allclose(L[:, j], L1, rtol=1e-11)
@@ -293,7 +294,7 @@ def test_train_fourier_ensemble_is_train_fourier_run_by_run(model, grid):
 def test_grid_folds_use_the_symmetries_only_where_they_hold():
     _, psi = fo.fourier_features(64, 6)
     y = fo.fourier_target(psi, np.ones(6))
-    keep, w, q = fo._grid_folds(psi, y)
+    keep, w, q = fx._grid_folds(psi, y)
     assert (
         keep.size == 33
         and q == 17
@@ -302,15 +303,15 @@ def test_grid_folds_use_the_symmetries_only_where_they_hold():
     # an asymmetric target (a sine) keeps every point
     y_sin = np.sin(2 * np.pi * np.arange(64) / 64)
     assert (
-        fo._grid_folds(psi, y_sin)[0].size == 64
-        and fo._grid_folds(psi, y_sin)[2] == 0
+        fx._grid_folds(psi, y_sin)[0].size == 64
+        and fx._grid_folds(psi, y_sin)[2] == 0
     )
     _, psi_30 = fo.fourier_features(
         30, 6
     )  # M even but not divisible by 4: folded, no mirror
-    keep, _, q = fo._grid_folds(psi_30, fo.fourier_target(psi_30, np.ones(6)))
+    keep, _, q = fx._grid_folds(psi_30, fo.fourier_target(psi_30, np.ones(6)))
     assert keep.size == 16 and q == 0
-    keep, w, q = fo._grid_folds(
+    keep, w, q = fx._grid_folds(
         psi[::-1][:40], y[:40]
     )  # an arbitrary point set: nothing folded
     assert (
@@ -322,13 +323,13 @@ def test_train_fourier_ensemble_bad_inputs():
     _, psi = fo.fourier_features(16, 4)
     ones = np.ones(4)
     with pytest.raises(ValueError, match="a0"):
-        fo.train_fourier_ensemble(ones, ones, ones, psi, np.ones(16), 0.1, 2)
+        fx.train_fourier_ensemble(ones, ones, ones, psi, np.ones(16), 0.1, 2)
     with pytest.raises(ValueError, match="W0"):
-        fo.train_fourier_ensemble(
+        fx.train_fourier_ensemble(
             np.ones((2, 4)), np.ones((3, 4)), ones, psi, np.ones(16), 0.1, 2
         )
     with pytest.raises(ValueError, match="model"):
-        fo.train_fourier_ensemble(
+        fx.train_fourier_ensemble(
             np.ones((2, 4)),
             np.ones((2, 4)),
             ones,
@@ -339,7 +340,7 @@ def test_train_fourier_ensemble_bad_inputs():
             model="cnn",
         )
     with pytest.raises(ValueError, match="diverged"):
-        fo.train_fourier_ensemble(
+        fx.train_fourier_ensemble(
             np.ones((2, 4)),
             np.ones((2, 4)),
             ones,

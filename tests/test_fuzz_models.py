@@ -33,6 +33,7 @@ from nqf_lite.expansion.models import attention as AT
 from nqf_lite.expansion.models import blocks as BL
 from nqf_lite.expansion.models import cnn as CN
 from nqf_lite.expansion.models import fourier as FO
+from nqf_lite.experiments import fourier as FX
 from nqf_lite.expansion.models import mlp as ML
 from nqf_lite.expansion.models import moe as MOE
 from nqf_lite.expansion.models.base import MODELS, as_weights
@@ -299,12 +300,12 @@ def _cases():
         ),
         (
             "train_fourier",
-            FO.train_fourier,
+            FX.train_fourier,
             dict(a0=a3, W0=w3, s=s3, psi=psi, y=psi @ s3, lr=0.1, n_steps=5),
         ),
         (
             "train_tanh_mlp",
-            FO.train_tanh_mlp,
+            FX.train_tanh_mlp,
             dict(
                 u0=a3,
                 v0=w3,
@@ -606,13 +607,13 @@ def _unstable():
         ),
         (
             "train_fourier",
-            lambda: FO.train_fourier(
+            lambda: FX.train_fourier(
                 np.ones(3), np.ones(3), np.ones(3), psi, np.ones(16), 1e150, 20
             ),
         ),
         (
             "train_fourier_nqf",
-            lambda: FO.train_fourier(
+            lambda: FX.train_fourier(
                 np.ones(3),
                 np.ones(3),
                 np.ones(3),
@@ -625,7 +626,7 @@ def _unstable():
         ),
         (
             "train_fourier_ensemble",
-            lambda: FO.train_fourier_ensemble(
+            lambda: FX.train_fourier_ensemble(
                 np.ones((2, 3)),
                 np.ones((2, 3)),
                 np.ones(3),
@@ -637,7 +638,7 @@ def _unstable():
         ),
         (
             "train_tanh_mlp",
-            lambda: FO.train_tanh_mlp(
+            lambda: FX.train_tanh_mlp(
                 np.ones(3),
                 np.ones(3),
                 np.linspace(0, 1, 16),
@@ -673,7 +674,7 @@ def test_divergence_on_the_last_step_is_reported(every):
     with pytest.raises(
         ValueError, match="diverged"
     ):  # one step: finite loss before it, u = inf after it
-        FO.train_tanh_mlp(
+        FX.train_tanh_mlp(
             np.full(3, 0.1),
             np.full(3, 1e150),
             np.linspace(0, 1, 16),

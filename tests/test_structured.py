@@ -251,9 +251,9 @@ def test_progress_bar_on_request_and_off_in_the_book_build(
     X = np.random.default_rng(0).standard_normal((5, 3))
     nl.expand_dataset(net, X, units=SPEC, progress=True)
     assert "expand_dataset" in capsys.readouterr().err
-    from nqf_lite.expansion import autograd as expansion
+    from nqf_lite.expansion import dataset
 
-    monkeypatch.setattr(expansion, "PROGRESS_MIN", 2)
+    monkeypatch.setattr(dataset, "PROGRESS_MIN", 2)
     monkeypatch.setenv("NQF_CLAIMS_DIR", "/tmp/claims")
     nl.expand_dataset(net, X, units=SPEC)
     assert "expand_dataset" not in capsys.readouterr().err

@@ -70,6 +70,60 @@ class Term:
     rows_R: np.ndarray
 
 
+def _checked_terms(
+    terms: Sequence[Term], p: int, V: int | None, dtype: np.dtype
+) -> tuple[tuple[Term, ...], int]:
+    """The contract of :class:`FactoredNQF`'s terms, checked once: the terms
+    with contiguous factors (``L`` in ``dtype``) and the number of inputs
+    ``m``."""
+    if not terms:
+        raise ValueError("terms must hold at least one Term")
+    nV = 1 if V is None else V
+    checked = []
+    m = None
+    for i, t in enumerate(terms):
+        if not isinstance(t, Term):
+            raise TypeError(
+                f"terms[{i}] must be a Term, got {type(t).__name__}"
+            )
+        L = np.ascontiguousarray(t.L, dtype=dtype)
+        R = np.ascontiguousarray(t.R, dtype=np.float64)
+        rL = np.asarray(t.rows_L, dtype=np.intp)
+        rR = np.asarray(t.rows_R, dtype=np.intp)
+        if (
+            L.ndim != 2
+            or L.shape[1] != rL.size
+            or R.ndim != 2
+            or R.shape != (nV, rR.size)
+        ):
+            raise ValueError(
+                f"terms[{i}]: L must be (m, len(rows_L)) and R (V={nV}, "
+                "len(rows_R)), got "
+                f"{L.shape}, {R.shape}"
+            )
+        for name, rows in (("rows_L", rL), ("rows_R", rR)):
+            if rows.size and (
+                rows.min() < 0
+                or rows.max() >= p
+                or np.unique(rows).size != rows.size
+            ):
+                raise ValueError(
+                    f"terms[{i}].{name} must be distinct rows in [0, p = {p})"
+                )
+        if m is None:
+            m = L.shape[0]
+        elif L.shape[0] != m:
+            raise ValueError(
+                f"terms[{i}]: L has {L.shape[0]} inputs, the first term {m}"
+            )
+        if not (np.isfinite(L).all() and np.isfinite(R).all()):
+            raise ValueError(f"terms[{i}]: L and R must be finite")
+        checked.append(Term(L, rL, R, rR))
+    if m == 0:
+        raise ValueError("the data set must hold at least one input")
+    return tuple(checked), int(m)
+
+
 class FactoredNQF(NQF):
     """An :class:`~nqf_lite.NQF` whose structure matrices are kept factored.
 
@@ -111,52 +165,8 @@ class FactoredNQF(NQF):
         if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise TypeError(f"dtype must be float32 or float64, got {dtype}")
         self.dtype = dtype
-        if not terms:
-            raise ValueError("terms must hold at least one Term")
+        self.terms, self.m = _checked_terms(terms, self.p, self.V, dtype)
         nV = 1 if self.V is None else self.V
-        checked = []
-        m = None
-        for i, t in enumerate(terms):
-            if not isinstance(t, Term):
-                raise TypeError(
-                    f"terms[{i}] must be a Term, got {type(t).__name__}"
-                )
-            L = np.ascontiguousarray(t.L, dtype=dtype)
-            R = np.ascontiguousarray(t.R, dtype=np.float64)
-            rL = np.asarray(t.rows_L, dtype=np.intp)
-            rR = np.asarray(t.rows_R, dtype=np.intp)
-            if (
-                L.ndim != 2
-                or L.shape[1] != rL.size
-                or R.ndim != 2
-                or R.shape != (nV, rR.size)
-            ):
-                raise ValueError(
-                    f"terms[{i}]: L must be (m, len(rows_L)) and R (V={nV}, len(rows_R)), got "
-                    f"{L.shape}, {R.shape}"
-                )
-            for name, rows in (("rows_L", rL), ("rows_R", rR)):
-                if rows.size and (
-                    rows.min() < 0
-                    or rows.max() >= self.p
-                    or np.unique(rows).size != rows.size
-                ):
-                    raise ValueError(
-                        f"terms[{i}].{name} must be distinct rows in [0, p = {self.p})"
-                    )
-            if m is None:
-                m = L.shape[0]
-            elif L.shape[0] != m:
-                raise ValueError(
-                    f"terms[{i}]: L has {L.shape[0]} inputs, the first term {m}"
-                )
-            if not (np.isfinite(L).all() and np.isfinite(R).all()):
-                raise ValueError(f"terms[{i}]: L and R must be finite")
-            checked.append(Term(L, rL, R, rR))
-        if m == 0:
-            raise ValueError("the data set must hold at least one input")
-        self.terms = tuple(checked)
-        self.m = int(m)
         lead = (self.m,) if self.V is None else (self.m, self.V)
         self._lead = lead
         g_out = np.zeros((nV, self.p)) if g is None else as_array("g", g)
@@ -164,7 +174,8 @@ class FactoredNQF(NQF):
             g_out = g_out[None, :]
         if g_out.shape != (nV, self.p):
             raise ValueError(
-                f"g must have shape ({nV}, {self.p}) (one row per output, shared over inputs), "
+                f"g must have shape ({nV}, {self.p}) (one row per output, "
+                "shared over inputs), "
                 f"got {g_out.shape}"
             )
         self._g_out = g_out
@@ -185,8 +196,10 @@ class FactoredNQF(NQF):
         need = 8 * self.m * (1 if self.V is None else self.V) * per
         if need > DENSE_MAX_BYTES:
             raise MemoryError(
-                f"the dense {what} of this factored NQF would need {need / 2**30:.2f} GiB, more than "
-                f"nqf_lite.expansion.factored.DENSE_MAX_BYTES = {DENSE_MAX_BYTES / 2**30:.2f} GiB; every NQF method "
+                f"the dense {what} of this factored NQF would need "
+                f"{need / 2**30:.2f} GiB, more than "
+                "nqf_lite.expansion.factored.DENSE_MAX_BYTES = "
+                f"{DENSE_MAX_BYTES / 2**30:.2f} GiB; every NQF method "
                 "works on the factors, so use them (or raise DENSE_MAX_BYTES)"
             )
 
@@ -222,7 +235,10 @@ class FactoredNQF(NQF):
 
     def __repr__(self) -> str:
         out = "scalar" if self.V is None else f"V={self.V}"
-        return f"FactoredNQF(m={self.m}, p={self.p}, {out}, zgz={self.zgz}, terms={len(self.terms)}, {self.dtype})"
+        return (
+            f"FactoredNQF(m={self.m}, p={self.p}, {out}, zgz={self.zgz}, "
+            f"terms={len(self.terms)}, {self.dtype})"
+        )
 
     @property
     def nbytes(self) -> int:

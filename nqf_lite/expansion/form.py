@@ -1,5 +1,4 @@
-"""The neural quadratic form of a data set and its training (paper Sections
-3-4).
+"""The neural quadratic form of a data set (paper Sections 3-4, Eq. 20).
 
 The order parameters of a layer are ``M = W Wᵀ`` and ``μ = W 1``
 (:func:`moments`). The general NQF of a data set (paper Eq. 20) predicts, for
@@ -20,41 +19,48 @@ With the loss of Eq. 26, ``L = (1/|b|) sum_{n in b} sum_o (f_no - y_no)^2``,
     \\nabla_W L = v\\mathbf 1^\\top + H W .
 
 Theorem 2 (Eqs. 23-24) follows by multiplying out ``W' = W - lr (v 1^T + H
-W)``.
-:meth:`NQF.train` and :meth:`NQF.train_closed` run either loop and return every
-step's predictions, or, with ``record=("pred", "loss", "M", "mu", "W")``, a
-:class:`TrainingRecord` of what was asked for;
-the tangent kernel of Prop. 8 (App. B.6) is a function of ``(M, μ)`` too
-(:func:`ntk_from_moments`).  :func:`realize_moments` goes back from ``(M, μ)``
-to weights; :func:`random_nqf` draws a test bed.
+W)``: the training of an NQF, explicit on ``W`` or closed on ``(M, μ)``, with
+its :class:`~nqf_lite.dynamics.training.TrainingRecord`, lives in
+:mod:`nqf_lite.dynamics.training` (:meth:`NQF.train`,
+:meth:`NQF.train_closed`, :meth:`NQF.gd_step` and :meth:`NQF.closed_step`
+call it).  The tangent kernel of Prop. 8 (App. B.6) is a function of
+``(M, μ)`` too (:func:`ntk_from_moments`).  :func:`realize_moments`
+(:mod:`nqf_lite.expansion.order`) goes back from ``(M, μ)`` to weights;
+:func:`random_nqf` draws a test bed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf
 
 from nqf_lite._checks import (
     as_array,
     batch_indices,
     check_shape,
     check_symmetric,
-    generator,
     integer,
     nonnegative,
-    positive,
     width,
+)
+
+# the order parameters and their realisability live in
+# nqf_lite.expansion.order; they are re-exported here (their home in 0.3)
+from nqf_lite.expansion.order import (
+    REALIZABLE_RTOL,
+    check_realizable,
+    frame_orthogonal_to_ones,
+    moments,
+    realize_moments,
 )
 
 __all__ = [
     "NQF",
     "REALIZABLE_RTOL",
-    "TrainingRecord",
     "check_realizable",
+    "coefficients",
     "frame_orthogonal_to_ones",
     "moments",
     "ntk_from_moments",
@@ -63,111 +69,41 @@ __all__ = [
 ]
 
 
-def moments(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Order parameters of a layer: ``M = W W^T`` and ``mu = W 1`` (Theorem 2).
+def coefficients(
+    A, g=None, B=None, f0=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The contract of :class:`NQF`, checked once: ``(A, g, B, f0)`` as
+    contiguous float64 arrays of matching shapes (zeros for those not given).
 
-    Parameters
-    ----------
-    W : ndarray, shape (p, d)
-        Neurons as columns.
-
-    Returns
-    -------
-    M : ndarray, shape (p, p)
-    mu : ndarray, shape (p,)
+    Raises
+    ------
+    TypeError
+        For a coefficient that is not a real numeric array.
+    ValueError
+        For NaN or inf, a wrong shape (naming the coefficient and the shape
+        expected), an empty ``A`` or a non-symmetric ``A`` or ``B``.
     """
-    W = as_array("W", W, ndim=2)
-    if W.size == 0:
+    A = as_array("A", A, ndim=(3, 4))
+    if A.shape[-1] != A.shape[-2]:
         raise ValueError(
-            f"W must hold at least one neuron of at least one parameter, got shape {W.shape}"
+            f"A must have shape (m, p, p) or (m, V, p, p), got {A.shape}"
         )
-    return W @ W.T, W.sum(axis=1)
-
-
-#: what :meth:`NQF.train` and :meth:`NQF.train_closed` can record
-_TRAIN_RECORDS = ("pred", "loss", "M", "mu", "W")
-_CLOSED_RECORDS = ("pred", "loss", "M", "mu")
-
-
-@dataclass(frozen=True)
-class TrainingRecord:
-    """What :meth:`NQF.train` or :meth:`NQF.train_closed` recorded
-    (``record=...``).
-
-    Every recorded array has a leading axis over the recorded steps; the ones
-    not asked for are ``None``.
-
-    Attributes
-    ----------
-    steps : ndarray of int, shape (T,)
-        The recorded steps: ``0, every, 2 every, ...`` and the last one.
-    final : ndarray or tuple
-        The state after the last step: ``W`` for :meth:`NQF.train`, ``(M, mu)``
-        for
-        :meth:`NQF.train_closed` (what the first element of their plain return
-        is).
-    pred : ndarray, shape (T, m) or (T, m, V), optional
-        Predictions on every sample.
-    loss : ndarray, shape (T,), optional
-        Full-batch training loss of Eq. 26 (summed over outputs, averaged over
-        samples).
-    M : ndarray, shape (T, p, p), optional
-        ``M = W Wᵀ``.
-    mu : ndarray, shape (T, p), optional
-        ``μ = W 1``.
-    W : ndarray, shape (T, p, d), optional
-        The weights (:meth:`NQF.train` only).
-    """
-
-    steps: np.ndarray
-    final: Any
-    pred: np.ndarray | None = None
-    loss: np.ndarray | None = None
-    M: np.ndarray | None = None
-    mu: np.ndarray | None = None
-    W: np.ndarray | None = None
-
-
-def _recording(
-    record: Any, every: Any, steps: int, allowed: tuple[str, ...], method: str
-):
-    """Validate ``record`` and ``every``: ``(None, None)`` or ``(names,
-    recorded steps)``."""
-    every = integer("every", every)
-    if record is None:
-        if every != 1:
-            raise ValueError(
-                f"every = {every} needs record=...: without it {method} returns every step's predictions"
-            )
-        return None, None
-    names = (record,) if isinstance(record, str) else record
-    if not isinstance(names, (Sequence, np.ndarray)) or isinstance(
-        names, bytes
-    ):
-        raise TypeError(
-            f"record must be a name or a sequence of names from {allowed}, got {type(record).__name__}"
+    if A.size == 0:
+        raise ValueError(
+            "A must hold at least one sample and one parameter, got shape "
+            f"{A.shape}"
         )
-    names = tuple(names)
-    if not names:
-        raise ValueError(f"record must name at least one of {allowed}")
-    for name in names:
-        if not isinstance(name, str):
-            raise TypeError(
-                f"record must hold names (str) from {allowed}, got {name!r}"
-            )
-        if name not in allowed:
-            extra = (
-                " (train_closed has no weights; use train)"
-                if name == "W"
-                else ""
-            )
-            raise ValueError(
-                f"record: unknown name {name!r} for {method}; choose from {allowed}{extra}"
-            )
-    at = np.arange(0, steps + 1, every)
-    if at[-1] != steps:
-        at = np.append(at, steps)
-    return tuple(dict.fromkeys(names)), at
+    check_symmetric("A", A)
+    lead = A.shape[:-2]
+    p = A.shape[-1]
+    g = np.zeros(lead + (p,)) if g is None else as_array("g", g)
+    check_shape("g", g, lead + (p,))
+    B = np.zeros_like(A) if B is None else as_array("B", B)
+    check_shape("B", B, A.shape)
+    check_symmetric("B", B)
+    f0 = np.zeros(lead) if f0 is None else as_array("f0", f0)
+    check_shape("f0", f0, lead)
+    return tuple(np.ascontiguousarray(c) for c in (A, g, B, f0))
 
 
 class NQF:
@@ -193,40 +129,11 @@ class NQF:
     """
 
     def __init__(self, A, g=None, B=None, f0=None) -> None:
-        A = as_array("A", A, ndim=(3, 4))
-        if A.shape[-1] != A.shape[-2]:
-            raise ValueError(
-                f"A must have shape (m, p, p) or (m, V, p, p), got {A.shape}"
-            )
-        if A.size == 0:
-            raise ValueError(
-                f"A must hold at least one sample and one parameter, got shape {A.shape}"
-            )
-        check_symmetric("A", A)
-        self.A = np.ascontiguousarray(A)
-        self.m = int(A.shape[0])
-        self.p = int(A.shape[-1])
-        self.V = None if A.ndim == 3 else int(A.shape[1])
-        lead = (self.m,) if self.V is None else (self.m, self.V)
-        self.g = (
-            np.zeros(lead + (self.p,))
-            if g is None
-            else np.ascontiguousarray(as_array("g", g))
-        )
-        check_shape("g", self.g, lead + (self.p,))
-        self.B = (
-            np.zeros_like(self.A)
-            if B is None
-            else np.ascontiguousarray(as_array("B", B))
-        )
-        check_shape("B", self.B, A.shape)
-        check_symmetric("B", self.B)
-        self.f0 = (
-            np.zeros(lead)
-            if f0 is None
-            else np.ascontiguousarray(as_array("f0", f0))
-        )
-        check_shape("f0", self.f0, lead)
+        self.A, self.g, self.B, self.f0 = coefficients(A, g, B, f0)
+        self.m = int(self.A.shape[0])
+        self.p = int(self.A.shape[-1])
+        self.V = None if self.A.ndim == 3 else int(self.A.shape[1])
+        lead = self.f0.shape
         self._zgz = not (np.any(self.g) or np.any(self.B))
         # per-model constants: rows of (sample[, output]) coefficients,
         # flattened over (i, j)
@@ -336,56 +243,15 @@ class NQF:
             return 2.0 * (f - y) / self.m
         return 2.0 * (f - y[idx]) / idx.size
 
-    def _closed(
-        self, M, mu, d, y, lr, idx, wd, f=None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """One unchecked closed step; ``f`` are the batch predictions at ``(M,
-        mu)`` when known."""
-        if f is None:
-            f = self._f(M, mu, idx)
-        v, H = self._grad(self._lp(f, y, idx), mu, idx)
-        # W' = K W - lr v 1^T with K = I - lr (H + wd I), multiplied out (Eqs.
-        # 23-24)
-        K = self._eye - lr * H
-        if wd:
-            K -= (lr * wd) * self._eye
-        KM = K @ M
-        M_new = KM @ K.T
-        Kmu = K @ mu
-        if self._zgz:
-            mu_new = Kmu
-        else:
-            lv = lr * v
-            cross = lv[:, None] * Kmu
-            M_new -= cross + cross.T
-            M_new += d * (lv[:, None] * lv)
-            mu_new = Kmu - d * lv
-        M_new += M_new.T
-        M_new *= 0.5
-        if not (np.isfinite(M_new.sum()) and np.isfinite(mu_new.sum())):
-            _diverged(lr)
-        return M_new, mu_new
-
-    def _gd(self, W, y, lr, idx, wd, f=None) -> np.ndarray:
-        """One unchecked explicit step; ``f`` are the batch predictions at
-        ``W`` when known."""
-        mu = W.sum(axis=1)
-        if f is None:
-            f = self._f(W @ W.T, mu, idx)
-        v, H = self._grad(self._lp(f, y, idx), mu, idx)
-        step = H @ W
-        if wd:
-            step += wd * W
-        if not self._zgz:
-            step += v[:, None]
-        step *= lr
-        W_new = W - step
-        if not np.isfinite(W_new.sum()):
-            _diverged(lr)
-        return W_new
+    def _loss(
+        self, M: np.ndarray, mu: np.ndarray, y: np.ndarray, idx
+    ) -> float:
+        """The loss of Eq. 26 on the batch ``idx`` (all when ``None``)."""
+        r = self._f(M, mu, idx) - (y if idx is None else y[idx])
+        return float(np.sum(r**2) / (self.m if idx is None else idx.size))
 
     # --------------------------------------------------------------
-    # predictions
+    # predictions (every argument checked here, once, then trusted)
     def predict(self, M, mu=None, batch=None) -> np.ndarray:
         """Predictions ``f_n`` from the order parameters (Eq. 20).
 
@@ -413,15 +279,13 @@ class NQF:
         """Mean squared error of Eq. 26, summed over outputs, averaged over the
         batch."""
         M, mu = self._state(M, mu)
-        y = self._y(y)
-        idx = self._batch(batch)
-        r = self._f(M, mu, idx) - (y if idx is None else y[idx])
-        return float(np.sum(r**2) / (self.m if idx is None else idx.size))
+        return self._loss(M, mu, self._y(y), self._batch(batch))
 
     def loss_W(self, W, y, batch=None) -> float:
         """:meth:`loss` at weights ``W``."""
         W = self._W(W)
-        return self.loss(W @ W.T, W.sum(axis=1), y, batch=batch)
+        idx = self._batch(batch)
+        return self._loss(W @ W.T, W.sum(axis=1), self._y(y), idx)
 
     # ----------------------------------------------------------------
     # gradients
@@ -440,105 +304,32 @@ class NQF:
         """Gradient of the (batch) loss with respect to every neuron: ``v 1^T +
         H W``."""
         W = self._W(W)
-        v, H = self.vH(W @ W.T, W.sum(axis=1), y, batch=batch)
-        return v[:, None] + H @ W
-
-    # -----------------------------------------------------------------
-    # training
-    def gd_step(
-        self, W, y, lr, batch=None, weight_decay: float = 0.0
-    ) -> np.ndarray:
-        """One explicit (S)GD step on every neuron (Eq. 21).
-
-        ``W' = W - lr (v 1^T + (H + weight_decay I) W)``.
-
-        Parameters
-        ----------
-        W : array, shape (p, d)
-        y : array, shape (m,) or (m, V)
-        lr : float > 0
-        batch : int array, optional
-        weight_decay : float >= 0
-            Adds ``weight_decay * |W|^2 / 2`` to the loss.
-
-        Returns
-        -------
-        ndarray, shape (p, d)
-
-        Raises
-        ------
-        FloatingPointError
-            If the step produces non-finite weights (learning rate too large).
-        """
-        lr = positive("lr", lr)
-        wd = nonnegative("weight_decay", weight_decay)
-        W = self._W(W)
-        y = self._y(y)
-        with np.errstate(over="ignore", invalid="ignore"):
-            return self._gd(W, y, lr, self._batch(batch), wd)
-
-    def closed_step(
-        self,
-        M,
-        mu,
-        d,
-        y,
-        lr,
-        batch=None,
-        weight_decay: float = 0.0,
-        *,
-        trusted: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """One step of the closed dynamics of Theorem 2 (Eqs. 23-24); the width
-        is a number.
-
-        .. math::
-
-            \\Delta\\mu = -\\eta(d\\,v + H\\mu),
-
-            \\Delta M ={}& -\\eta(v\\mu^\\top + \\mu v^\\top + HM + MH) \\\\
-                      &+ \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top +
-                      HMH),
-
-        with ``H`` replaced by ``H + weight_decay I`` under weight decay.  It
-        is evaluated as ``M' = K M K - (K mu)(eta v)^T - (eta v)(K mu)^T + d
-        eta^2 v v^T`` and ``mu' = K mu - d eta v`` with ``K = I - eta H`` (the
-        same polynomial).
-
-        Parameters
-        ----------
-        M : array, shape (p, p)
-        mu : array, shape (p,)
-        d : int >= 1
-            Width (number of neurons).
-        y, lr, batch, weight_decay
-            As in :meth:`gd_step`.
-        trusted : bool, default False
-            Skip the realisability check of ``(M, mu)`` at width ``d`` (for a
-            state that came out of :meth:`closed_step` or :func:`moments`).
-
-        Returns
-        -------
-        (M, mu) after the step.
-
-        Raises
-        ------
-        ValueError
-            If no width-``d`` weights have the moments ``(M, mu)``
-            (:func:`check_realizable`), or an argument is malformed.
-        FloatingPointError
-            If the step produces non-finite moments.
-        """
-        lr = positive("lr", lr)
-        wd = nonnegative("weight_decay", weight_decay)
-        d = width("d", d)
-        M, mu = self._state(M, mu)
         y = self._y(y)
         idx = self._batch(batch)
-        if not trusted:
-            check_realizable(M, mu, d)
-        with np.errstate(over="ignore", invalid="ignore"):
-            return self._closed(M, mu, d, y, lr, idx, wd)
+        mu = W.sum(axis=1)
+        v, H = self._grad(self._lp(self._f(W @ W.T, mu, idx), y, idx), mu, idx)
+        return v[:, None] + H @ W
+
+    # ----------------------------------------------------------------
+    # training (Theorem 2): nqf_lite.dynamics.training, imported when called
+    # (the dynamics layer sits above this one)
+    def gd_step(self, W, y, lr, batch=None, weight_decay=0.0) -> np.ndarray:
+        """One explicit (S)GD step on every neuron (Eq. 21):
+        :func:`nqf_lite.dynamics.training.gd_step`."""
+        from nqf_lite.dynamics import training
+
+        return training.gd_step(self, W, y, lr, batch, weight_decay)
+
+    def closed_step(
+        self, M, mu, d, y, lr, batch=None, weight_decay=0.0, *, trusted=False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One step of the closed dynamics of Theorem 2 (Eqs. 23-24):
+        :func:`nqf_lite.dynamics.training.closed_step`."""
+        from nqf_lite.dynamics import training
+
+        return training.closed_step(
+            self, M, mu, d, y, lr, batch, weight_decay, trusted=trusted
+        )
 
     def train(
         self,
@@ -552,75 +343,16 @@ class NQF:
         *,
         record: str | Sequence[str] | None = None,
         every: int = 1,
-    ) -> tuple[np.ndarray, np.ndarray] | TrainingRecord:
-        """Run ``steps`` explicit (S)GD steps (:meth:`gd_step`, Eq. 21) and
-        record the predictions.
+    ) -> Any:
+        """``steps`` explicit (S)GD steps from ``W`` (Eq. 21), every step's
+        predictions or a ``TrainingRecord``:
+        :func:`nqf_lite.dynamics.training.train`."""
+        from nqf_lite.dynamics import training
 
-        Every argument is validated once, before the first step.
-
-        Parameters
-        ----------
-        W : array, shape (p, d)
-            Initial weights.
-        y : array, shape (m,) or (m, V)
-        lr : float > 0
-        steps : int >= 0
-        batches : sequence of ``steps`` int arrays, optional
-            ``batches[t]`` holds the sample indices of step ``t``; full batch
-            when ``None``.
-        weight_decay : float >= 0
-        progress : bool
-            Accepted for compatibility and ignored: the book shows no progress
-            bars.
-        record : str or sequence of str, optional
-            What to record besides nothing: any of ``"pred"``, ``"loss"``,
-            ``"M"``, ``"mu"``, ``"W"`` (see :class:`TrainingRecord`).  When
-            given, a
-            :class:`TrainingRecord` is returned instead of the pair below.
-        every : int >= 1, default 1
-            With ``record``: record at steps ``0, every, 2 every, ...`` and the
-            last step.
-
-        Returns
-        -------
-        W : ndarray, shape (p, d)
-            Weights after the last step.
-        predictions : ndarray, shape (steps + 1, m) or (steps + 1, m, V)
-            Predictions on every sample at steps ``0, ..., steps``.
-
-        or, with ``record``, a :class:`TrainingRecord` whose ``final`` is
-        ``W``.
-
-        Examples
-        --------
-        >>> rec = model.train(W0, y, 0.1, 500, record=("loss", "M"))   # doctest: +SKIP
-        >>> rec.M.shape                                               # doctest: +SKIP
-        (501, p, p)
-        """
-        W = self._W(W)
-        y, lr, wd, steps, batches = self._schedule(
-            y, lr, weight_decay, steps, batches
-        )
-        names, at = _recording(record, every, steps, _TRAIN_RECORDS, "train")
-        if names is None:  # the plain loop: every step's predictions
-            preds = np.empty((steps + 1,) + y.shape)
-            preds[0] = self._f(W @ W.T, W.sum(axis=1), None)
-            with np.errstate(over="ignore", invalid="ignore"):
-                for t in range(steps):
-                    idx = batches[t]
-                    W = self._gd(
-                        W, y, lr, idx, wd, f=preds[t] if idx is None else None
-                    )
-                    preds[t + 1] = self._f(W @ W.T, W.sum(axis=1), None)
-            return W, preds
-
-        def advance(W: np.ndarray, t: int, f: np.ndarray) -> np.ndarray:
-            idx = batches[t]
-            return self._gd(W, y, lr, idx, wd, f=f if idx is None else None)
-
-        return self._loop(
-            W, advance, lambda W: (W @ W.T, W.sum(axis=1)), y, steps, names, at
-        )
+        return training.train(
+            self, W, y, lr, steps, batches, weight_decay, progress,
+            record=record, every=every,
+        )  # fmt: skip
 
     def train_closed(
         self,
@@ -636,225 +368,16 @@ class NQF:
         *,
         record: str | Sequence[str] | None = None,
         every: int = 1,
-    ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray] | TrainingRecord:
-        """Run ``steps`` steps of the closed recursion (:meth:`closed_step`,
-        Theorem 2) and record the predictions.
+    ) -> Any:
+        """``steps`` steps of the closed recursion on ``(M, mu)`` at width
+        ``d`` (Theorem 2), every step's predictions or a ``TrainingRecord``:
+        :func:`nqf_lite.dynamics.training.train_closed`."""
+        from nqf_lite.dynamics import training
 
-        Every argument is validated once, before the first step (including the
-        realisability of ``(M, mu)`` at width ``d``, :func:`check_realizable`);
-        the loop itself is the arithmetic of Eqs. 23-24 only.
-
-        Parameters
-        ----------
-        M : array, shape (p, p)
-        mu : array, shape (p,)
-        d : int >= 1
-            Width (a number: no weights are stored).
-        y, lr, steps, batches, weight_decay, progress
-            As in :meth:`train`.
-        record : str or sequence of str, optional
-            Any of ``"pred"``, ``"loss"``, ``"M"``, ``"mu"`` (there are no
-            weights); when given, a :class:`TrainingRecord` is returned.
-        every : int >= 1, default 1
-            As in :meth:`train`.
-
-        Returns
-        -------
-        (M, mu) : tuple of ndarray
-            Order parameters after the last step.
-        predictions : ndarray, shape (steps + 1, m) or (steps + 1, m, V)
-            Predictions on every sample at steps ``0, ..., steps``.
-
-        or, with ``record``, a :class:`TrainingRecord` whose ``final`` is ``(M,
-        mu)``.
-        """
-        M, mu = self._state(M, mu)
-        d = width("d", d)
-        y, lr, wd, steps, batches = self._schedule(
-            y, lr, weight_decay, steps, batches
-        )
-        names, at = _recording(
-            record, every, steps, _CLOSED_RECORDS, "train_closed"
-        )
-        check_realizable(M, mu, d)
-        if names is None:  # the plain loop: every step's predictions
-            preds = np.empty((steps + 1,) + y.shape)
-            preds[0] = self._f(M, mu, None)
-            with np.errstate(over="ignore", invalid="ignore"):
-                for t in range(steps):
-                    idx = batches[t]
-                    M, mu = self._closed(
-                        M,
-                        mu,
-                        d,
-                        y,
-                        lr,
-                        idx,
-                        wd,
-                        f=preds[t] if idx is None else None,
-                    )
-                    preds[t + 1] = self._f(M, mu, None)
-            return (M, mu), preds
-
-        def advance(state: tuple, t: int, f: np.ndarray) -> tuple:
-            idx = batches[t]
-            return self._closed(
-                *state, d, y, lr, idx, wd, f=f if idx is None else None
-            )
-
-        return self._loop(
-            (M, mu), advance, lambda state: state, y, steps, names, at
-        )
-
-    def _loop(
-        self, state, advance, moments_of, y, steps, names, at
-    ) -> TrainingRecord:
-        """The recording loop of :meth:`train` and :meth:`train_closed`.
-
-        ``advance(state, t, f)`` takes step ``t`` from the predictions ``f``;
-        ``moments_of(state)`` gives ``(M, mu)``; ``names`` are recorded at the
-        steps ``at``.
-        """
-        out: dict[str, np.ndarray] = {}
-
-        def keep(
-            i: int, state, M: np.ndarray, mu: np.ndarray, f: np.ndarray
-        ) -> None:
-            for name in names:
-                if name == "pred":
-                    value = f
-                elif name == "loss":
-                    value = np.sum((f - y) ** 2) / self.m
-                else:
-                    value = {"M": M, "mu": mu, "W": state}[name]
-                if name not in out:
-                    out[name] = np.empty((at.size,) + np.shape(value))
-                out[name][i] = value
-
-        M, mu = moments_of(state)
-        f = self._f(M, mu, None)
-        keep(0, state, M, mu, f)  # at[0] = 0
-        j = 1
-        with np.errstate(over="ignore", invalid="ignore"):
-            for t in range(steps):
-                state = advance(state, t, f)
-                M, mu = moments_of(state)
-                f = self._f(M, mu, None)
-                if j < at.size and at[j] == t + 1:
-                    keep(j, state, M, mu, f)
-                    j += 1
-        return TrainingRecord(steps=at, final=state, **out)
-
-    def _schedule(self, y, lr, weight_decay, steps, batches) -> tuple:
-        """Validate the arguments shared by :meth:`train` and
-        :meth:`train_closed`."""
-        y = self._y(y)
-        lr = positive("lr", lr)
-        weight_decay = nonnegative("weight_decay", weight_decay)
-        steps = integer("steps", steps, minimum=0)
-        if batches is None:
-            return y, lr, weight_decay, steps, [None] * steps
-        if isinstance(batches, (str, bytes)) or not isinstance(
-            batches, (Sequence, np.ndarray)
-        ):
-            raise TypeError(
-                f"batches must be None or a sequence of {steps} index arrays, got {type(batches).__name__}"
-            )
-        if len(batches) != steps:
-            raise ValueError(
-                f"batches must hold one index array per step ({steps}), got {len(batches)}"
-            )
-        checked = []
-        for t, batch in enumerate(batches):
-            try:
-                checked.append(self._batch(batch))
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"batches[{t}]: {exc}") from exc
-        return y, lr, weight_decay, steps, checked
-
-
-def _diverged(lr: float) -> None:
-    raise FloatingPointError(
-        f"training diverged (non-finite weights) at lr = {lr:g}: lower the learning rate"
-    )
-
-
-#: relative tolerance of :func:`check_realizable` (eigenvalues of ``M - mu
-#: mu^T/d`` below ``-REALIZABLE_RTOL * scale`` are negative, above
-#: ``REALIZABLE_RTOL * scale`` count for the rank)
-REALIZABLE_RTOL = 1e-9
-
-
-def check_realizable(M: np.ndarray, mu: np.ndarray, d: int) -> None:
-    """Raise ``ValueError`` unless some width-``d`` weights ``W`` have ``W Wᵀ =
-    M`` and ``W 1 = mu``.
-
-    Such ``W`` exist iff ``M`` is symmetric and ``C = M - mu muᵀ/d`` is
-    positive semi-definite of rank at most ``d - 1`` (``W = mu 1ᵀ/d + U`` with
-    ``U 1 = 0`` and ``U Uᵀ = C``); then ``M`` itself is PSD of rank at most
-    ``d``.  The check is a Cholesky factorisation (LAPACK ``dpotrf``) of ``C +
-    tol I`` when ``d > p`` (the rank bound holds automatically) and an
-    eigenvalue count otherwise, with ``tol = REALIZABLE_RTOL * max(max_i
-    |M_ii|, |mu|²/d)``.
-
-    Parameters
-    ----------
-    M : ndarray, shape (p, p)
-        Validated float64 array.
-    mu : ndarray, shape (p,)
-        Validated float64 array.
-    d : int >= 1
-        Width.
-    """
-    check_symmetric("M", M)
-    p = M.shape[0]
-    C = M - (mu[:, None] * mu) / d
-    scale = max(float(np.abs(M.diagonal()).max()), float(mu @ mu) / d)
-    tol = REALIZABLE_RTOL * scale + 1e-300
-    if d > p:
-        shifted = C.copy()
-        shifted.flat[:: p + 1] += tol
-        if (
-            dpotrf(shifted, lower=1, clean=0, overwrite_a=1)[1] == 0
-        ):  # C + tol I is positive definite
-            return
-    lam = np.linalg.eigvalsh(C)
-    if lam[0] < -tol:
-        raise ValueError(
-            f"(M, mu) is not realisable by any width-{d} weights: M - mu mu^T/d must be positive "
-            f"semi-definite, but its smallest eigenvalue is {lam[0]:.3g} (M must be a Gram matrix W W^T "
-            "and mu = W 1 of the same W)"
-        )
-    rank = int(np.sum(lam > tol))
-    if rank > d - 1:
-        raise ValueError(
-            f"(M, mu) is not realisable by any width-{d} weights: M - mu mu^T/d has rank {rank} > d - 1 = "
-            f"{d - 1} (M = W W^T has rank <= d); pass a width d >= {rank + 1}"
-        )
-
-
-def frame_orthogonal_to_ones(
-    d: int, rng: np.random.Generator | int | None = None
-) -> np.ndarray:
-    """An orthonormal basis ``F`` (d, d - 1) of the complement of ``1_d``: ``Fᵀ
-    F = I``, ``Fᵀ 1 = 0``.
-
-    Moving neurons inside this complement keeps ``μ = W 1`` (Theorem 2's
-    symmetry group: ``W -> W O`` with ``O 1 = 1``, ``O`` orthogonal, keeps
-    ``(M, μ)``).
-
-    Parameters
-    ----------
-    d : int >= 1
-        Width.
-    rng : Generator or int, optional
-        Randomises the basis; a fixed basis (Gram-Schmidt of ``1, e_2, ...,
-        e_d``) when ``None``.
-    """
-    d = width("d", d)
-    gen = generator("rng", rng)
-    base = np.eye(d)[:, 1:] if gen is None else gen.standard_normal((d, d - 1))
-    return np.linalg.qr(np.column_stack([np.ones(d), base]))[0][:, 1:]
+        return training.train_closed(
+            self, M, mu, d, y, lr, steps, batches, weight_decay, progress,
+            record=record, every=every,
+        )  # fmt: skip
 
 
 def ntk_from_moments(nqf: NQF, M, mu, d: int) -> np.ndarray:
@@ -887,7 +410,8 @@ def ntk_from_moments(nqf: NQF, M, mu, d: int) -> np.ndarray:
         raise TypeError(f"nqf must be an NQF, got {type(nqf).__name__}")
     if nqf.V is not None:
         raise ValueError(
-            f"nqf must have a scalar output for the m x m kernel, got V = {nqf.V}"
+            "nqf must have a scalar output for the m x m kernel, got V = "
+            f"{nqf.V}"
         )
     M, mu = nqf._state(M, mu)
     d = width("d", d)
@@ -899,59 +423,6 @@ def ntk_from_moments(nqf: NQF, M, mu, d: int) -> np.ndarray:
         + 2 * A_mu @ u.T
         + 4 * np.einsum("aij,bjk,ki->ab", nqf.A, nqf.A, M)
     )
-
-
-def realize_moments(
-    M, mu, d: int, rng: np.random.Generator | int | None = None
-) -> np.ndarray:
-    """Weights ``W`` (p, d) with ``W W^T = M`` and ``W 1 = mu``.
-
-    Possible iff ``C = M - mu mu^T / d`` is positive semi-definite with rank at
-    most ``d - 1``.  Construction: ``w_i = mu/d + u_i`` with ``U = L Z^T``,
-    where ``C = L L^T`` and the columns of ``Z`` (d, r) are orthonormal and
-    orthogonal to ``1_d`` (a random such frame when ``rng`` is given).
-
-    Parameters
-    ----------
-    M : array, shape (p, p)
-    mu : array, shape (p,)
-    d : int
-        Target width.
-    rng : Generator or int, optional
-        Randomises the frame ``Z``; deterministic (a fixed frame) when
-        ``None``.
-
-    Raises
-    ------
-    ValueError
-        If ``C`` is not PSD or its rank exceeds ``d - 1``.
-    """
-    M = as_array("M", M, ndim=2)
-    if M.shape[0] != M.shape[1]:
-        raise ValueError(f"M must be square, got shape {M.shape}")
-    check_symmetric("M", M)
-    p = M.shape[0]
-    mu = as_array("mu", mu, ndim=1)
-    check_shape("mu", mu, (p,))
-    d = width("d", d)
-    rng = generator("rng", rng)
-    C = M - np.outer(mu, mu) / d
-    lam, Q = np.linalg.eigh(0.5 * (C + C.T))
-    tol = 1e-12 * max(1.0, float(np.max(np.abs(lam))))
-    if lam.min() < -tol:
-        raise ValueError(
-            f"M - mu mu^T/d must be positive semi-definite (smallest eigenvalue {lam.min():.3g}): "
-            "no width-d layer has these moments"
-        )
-    keep = lam > tol
-    r = int(keep.sum())
-    if r > d - 1:
-        raise ValueError(
-            f"M - mu mu^T/d has rank {r}, so it needs width >= {r + 1}, got d = {d}"
-        )
-    L = Q[:, keep] * np.sqrt(lam[keep])
-    Z = frame_orthogonal_to_ones(d, rng)[:, :r]
-    return mu[:, None] / d + L @ Z.T
 
 
 def random_nqf(
@@ -1020,7 +491,8 @@ def random_nqf(
         seed, (int, np.integer, np.random.Generator)
     ) or isinstance(seed, bool):
         raise TypeError(
-            f"seed must be an int or a numpy Generator, got {type(seed).__name__}"
+            "seed must be an int or a numpy Generator, got "
+            f"{type(seed).__name__}"
         )
     if not isinstance(seed, np.random.Generator) and seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed}")
@@ -1045,3 +517,12 @@ def random_nqf(
         else None
     )
     return NQF(A, g=g, B=B, f0=f0)
+
+
+def __getattr__(name: str) -> Any:
+    """``TrainingRecord`` moved to :mod:`nqf_lite.dynamics.training`."""
+    if name == "TrainingRecord":
+        from nqf_lite.dynamics.training import TrainingRecord
+
+        return TrainingRecord
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,8 @@
   form;
 - :mod:`~nqf_lite.expansion.models.mlp` (Prop. 1),
   :mod:`~nqf_lite.expansion.models.cnn` (Prop. 6),
-  :mod:`~nqf_lite.expansion.models.attention` (Props. 2-4),
+  :mod:`~nqf_lite.expansion.models.attention` (Props. 2-4, its torch networks
+  in :mod:`~nqf_lite.expansion.models.attention_networks`),
   :mod:`~nqf_lite.expansion.models.moe` (Prop. 5);
 - every other module of this package is a family too: importing the package
   imports all of them, and each registers its models in :data:`MODELS`.

@@ -6,7 +6,8 @@
 - :func:`logits_head` with :func:`A_logits`: one head whose neurons are the
   rows of ``W_Q, W_K`` (Prop. 4);
 - :class:`QKAttention`, :class:`MultiHeadAttention`: the batched torch networks
-  and their twins;
+  and their twins (defined in
+  :mod:`nqf_lite.expansion.models.attention_networks`);
 - the registered models ``"mha"``, ``"qk"`` and ``"logits"``.
 """
 
@@ -17,31 +18,26 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import Tensor
 
-from nqf_lite._checks import as_array
+from nqf_lite._checks import (
+    as_array,
+    integer,
+    outputs,
+    token_matrix,
+    vector,
+)
+from nqf_lite.expansion.models.attention_networks import (
+    MultiHeadAttention,
+    QKAttention,
+)
 from nqf_lite.expansion.models.base import Structure, register
 from nqf_lite.expansion.models.blocks import (
-    Inputs,
     Layout,
     ModuleModel,
-    Network,
     SymmetricModule,
-    _context,
-    _effective_map,
-    _gauss,
-    _generator,
-    _int,
-    _offdiag,
-    _outputs,
-    _per_output,
-    _pos,
-    _pos_int,
-    _sizes_match,
-    _t,
-    _tensor,
-    _vector,
-    whitened_gaussian,
+    offdiag,
+    per_output,
+    tensor64,
 )
 
 __all__ = [
@@ -68,19 +64,19 @@ __all__ = [
 
 def token_mean(X: Any) -> np.ndarray:
     """``x̄ = X 1_N / N`` for a token matrix ``X`` of shape ``(D, N)``."""
-    return _context("X", X).mean(axis=1)
+    return token_matrix("X", X).mean(axis=1)
 
 
 def token_covariance(X: Any) -> np.ndarray:
     """Token covariance ``Σ_X = X Xᵀ/N − x̄ x̄ᵀ`` (Prop. 3)."""
-    X = _context("X", X)
+    X = token_matrix("X", X)
     xbar = X.mean(axis=1)
     return X @ X.T / X.shape[1] - np.outer(xbar, xbar)
 
 
 def _xX(x: Any, X: Any, D: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    x = _vector("x", x, D)
-    return x, _context("X", X, x.shape[0])
+    x = vector("x", x, D)
+    return x, token_matrix("X", X, x.shape[0])
 
 
 def _inputs_t(inputs: Any, D: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -88,10 +84,11 @@ def _inputs_t(inputs: Any, D: int) -> tuple[torch.Tensor, torch.Tensor]:
         raise TypeError(
             "the input of an attention module must be a pair (x, X)"
         )
-    x, X = _t(inputs[0]), _t(inputs[1])
+    x, X = tensor64(inputs[0]), tensor64(inputs[1])
     if x.shape != (D,) or X.ndim != 2 or X.shape[0] != D:
         raise ValueError(
-            f"attention input must be x of shape ({D},) and X of shape ({D}, N), "
+            f"attention input must be x of shape ({D},) and X of shape "
+            f"({D}, N), "
             f"got {tuple(x.shape)} and {tuple(X.shape)}"
         )
     return x, X
@@ -105,10 +102,10 @@ def mha_layout(D: int, d_k: int, d_v: int, V: int | None = None) -> Layout:
     ``W_O ∈ R^{V×d_v}``; ``p = 2 d_k D + d_v D + d_v (or V d_v)``.
     """
     D, d_k, d_v, V = (
-        _pos_int("D", D),
-        _pos_int("d_k", d_k),
-        _pos_int("d_v", d_v),
-        _outputs(V),
+        integer("D", D),
+        integer("d_k", d_k),
+        integer("d_v", d_v),
+        outputs(V),
     )
     readout = ("v", (d_v,)) if V is None else ("W_O", (V, d_v))
     return Layout(
@@ -173,7 +170,7 @@ def A_mha(
             block[a + d_v * np.arange(D), o + V * a] = xbar
         return block
 
-    core = _per_output(C, V, 0.5)
+    core = per_output(C, V, 0.5)
     A = np.zeros(core.shape[:-2] + (layout.p, layout.p))
     A[..., start:, start:] = core
     return A
@@ -213,10 +210,10 @@ def qk_head(c: Any, d_k: int) -> SymmetricModule:
     ``f(W, (x, X)) = Σ_i cᵀ X softmax(Xᵀ W_K,iᵀ W_Q,i x / √d_k)``; head
     ``w = [vec W_Q; vec W_K]``, ``p = 2 d_k D``.
     """
-    c_np = _vector("c", c)
-    D, d_k = c_np.shape[0], _pos_int("d_k", d_k)
+    c_np = vector("c", c)
+    D, d_k = c_np.shape[0], integer("d_k", d_k)
     layout = Layout((("W_Q", (d_k, D)), ("W_K", (d_k, D))))
-    c_t = _t(c_np)
+    c_t = tensor64(c_np)
 
     def fn(W: torch.Tensor, inputs: Any) -> torch.Tensor:
         x, X = _inputs_t(inputs, D)
@@ -236,10 +233,10 @@ def A_qk(x: Any, X: Any, c: Any, d_k: int) -> np.ndarray:
     ``u = Σ_X c``; shape ``(2 d_k D, 2 d_k D)``.
     """
     x, X = _xX(x, X)
-    c = _vector("c", c, x.shape[0])
-    d_k = _pos_int("d_k", d_k)
+    c = vector("c", c, x.shape[0])
+    d_k = integer("d_k", d_k)
     u = token_covariance(X) @ c
-    return _offdiag(
+    return offdiag(
         np.kron(np.outer(x, u), np.eye(d_k)), 1 / (2 * math.sqrt(d_k))
     )
 
@@ -254,10 +251,10 @@ def logits_head(c: Any, d_k: int) -> SymmetricModule:
     ``1/√d_k`` is held fixed here so that the module is defined (and symmetric)
     at every width.
     """
-    c_np = _vector("c", c)
-    D, d_k = c_np.shape[0], _pos_int("d_k", d_k)
+    c_np = vector("c", c)
+    D, d_k = c_np.shape[0], integer("d_k", d_k)
     layout = Layout((("q", (D,)), ("k", (D,))))
-    c_t = _t(c_np)
+    c_t = tensor64(c_np)
 
     def fn(W: torch.Tensor, inputs: Any) -> torch.Tensor:
         x, X = _inputs_t(inputs, D)
@@ -275,320 +272,11 @@ def A_logits(x: Any, X: Any, c: Any, d_k: int) -> np.ndarray:
     2D)``.
     """
     x, X = _xX(x, X)
-    c = _vector("c", c, x.shape[0])
-    d_k = _pos_int("d_k", d_k)
-    return _offdiag(
+    c = vector("c", c, x.shape[0])
+    d_k = integer("d_k", d_k)
+    return offdiag(
         np.outer(x, token_covariance(X) @ c), 1 / (2 * math.sqrt(d_k))
     )
-
-
-def _check_tokens(obj: Network, inputs: Inputs, single: bool) -> tuple:
-    if not isinstance(inputs, (tuple, list)) or len(inputs) != 2:
-        raise TypeError(
-            "inputs must be a pair (x, X): query tokens and context tokens"
-        )
-    x = _tensor("x (query)", inputs[0], 1 if single else 2)
-    X = _tensor("X (context)", inputs[1], 2 if single else 3)
-    _sizes_match("x (query)", x, {-1: obj.D})
-    _sizes_match("X (context)", X, {-1: obj.D})
-    if not single and X.shape[0] != x.shape[0]:
-        raise ValueError(
-            f"x and X must hold the same number of samples, got {x.shape[0]} and {X.shape[0]}"
-        )
-    return (x, X)
-
-
-def _attention(Q: Tensor, K: Tensor, x: Tensor, X: Tensor) -> Tensor:
-    """Softmax weights (m, H, N) of the logits ``X^T W_K,h^T W_Q,h x /
-    sqrt(d_k)`` of every head."""
-    G = torch.einsum("hkd,hke->hde", K, Q)  # W_K,h^T W_Q,h, (H, D, D)
-    u = torch.einsum("hde,me->mhd", G, x)
-    logits = torch.bmm(u, X.transpose(1, 2)) / math.sqrt(
-        Q.shape[1]
-    )  # (m, H, N)
-    return torch.softmax(logits, dim=-1)
-
-
-def _context_sigma_times(X: Tensor, z: Tensor) -> Tensor:
-    """``Sigma_X z`` for every sample, without forming ``Sigma_X = X^T X / N -
-    xbar xbar^T``."""
-    xbar = X.mean(dim=1)
-    return torch.einsum(
-        "mnd,mn->md", X, torch.einsum("mnd,md->mn", X, z)
-    ) / X.shape[1] - xbar * (xbar * z).sum(-1, keepdim=True)
-
-
-def _gaussian_tokens(
-    m: int, N: int, D: int, seed: int
-) -> tuple[Tensor, Tensor]:
-    gen = _generator(seed)
-    return (
-        torch.randn(m, D, generator=gen, dtype=torch.float64),
-        torch.randn(m, N, D, generator=gen, dtype=torch.float64),
-    )
-
-
-class QKAttention(Network):
-    """Query-key-only attention heads with a fixed readout (Prop. 3, Eq. 9).
-
-    ``f_o(x, X) = sum_h c_o^T X softmax(X^T W_K,h^T W_Q,h x / sqrt(d_k))``,
-    with ``X`` (D, N) the context, ``x`` the query and ``C = [c_1 .. c_V]`` (D,
-    V) fixed.
-
-    Parameters
-    ----------
-    D, d_k, heads, V : int
-        Token dimension, key dimension, number of heads H and outputs.
-    sigma, seed : float, int
-        Init scale of ``W_Q, W_K`` (N(0, sigma^2)) and seed.
-    readout_scale : float
-        ``C`` has i.i.d. N(0, readout_scale^2 / D) entries; it is a buffer, not
-        trained.
-    readout_seed : int
-        Seed of ``C`` (a teacher and a student share ``C`` when they share this
-        seed).
-
-    Notes
-    -----
-    Inputs are pairs ``(x, X)`` of shapes (m, D) and (m, N, D) (tokens as
-    rows). Unit ``h`` is a head ``[vec W_Q,h; vec W_K,h]`` (p = 2 d_k D).
-    """
-
-    def __init__(
-        self,
-        D: int,
-        d_k: int,
-        heads: int = 1,
-        V: int = 1,
-        sigma: float = 0.01,
-        seed: int = 0,
-        readout_scale: float = 1.0,
-        readout_seed: int = 0,
-    ) -> None:
-        super().__init__(sigma, V, seed)
-        self.D, self.d_k, self.heads = (
-            _int("D", D),
-            _int("d_k", d_k),
-            _int("heads", heads),
-        )
-        self.readout_scale = _pos("readout_scale", readout_scale)
-        self.readout_seed = _int("readout_seed", readout_seed, low=0)
-        gen = _generator(seed)
-        self.Q = _gauss(gen, self.sigma, self.heads, self.d_k, self.D)
-        self.K = _gauss(gen, self.sigma, self.heads, self.d_k, self.D)
-        C = torch.randn(
-            self.D,
-            self.V,
-            generator=_generator(readout_seed),
-            dtype=torch.float64,
-        )
-        self.register_buffer("C", C * self.readout_scale / math.sqrt(self.D))
-
-    def _config(self) -> dict[str, Any]:
-        return dict(
-            D=self.D,
-            d_k=self.d_k,
-            heads=self.heads,
-            V=self.V,
-            sigma=self.sigma,
-            seed=self.seed,
-            readout_scale=self.readout_scale,
-            readout_seed=self.readout_seed,
-        )
-
-    def _check_inputs(self, inputs: Inputs, single: bool = False) -> tuple:
-        return _check_tokens(self, inputs, single)
-
-    def _func(self, params: dict[str, Tensor], inputs: tuple) -> Tensor:
-        x, X = inputs
-        a = _attention(params["Q"], params["K"], x, X)
-        return torch.bmm(a, X).sum(dim=1) @ self.C
-
-    def _params_from_W(self, W: Tensor) -> dict[str, Tensor]:
-        n = self.d_k * self.D
-        return {
-            "Q": W[:n].T.reshape(-1, self.d_k, self.D),
-            "K": W[n:].T.reshape(-1, self.d_k, self.D),
-        }
-
-    def units(self) -> Tensor:
-        return (
-            torch.cat(
-                [
-                    self.Q.reshape(self.heads, -1).T,
-                    self.K.reshape(self.heads, -1).T,
-                ]
-            )
-            .detach()
-            .clone()
-        )
-
-    def effective_map(self) -> Tensor:
-        return torch.einsum("hkd,hke->de", self.K, self.Q) / math.sqrt(
-            self.d_k
-        )
-
-    def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
-        """Output (m, V) of the NQF with effective map ``T`` (D, D): ``H C^T
-        xbar + C^T Sigma_X T x``."""
-        x, X = self._check_inputs(inputs)
-        T = _effective_map(T, (self.D, self.D))
-        return (
-            self.heads * X.mean(dim=1) + _context_sigma_times(X, x @ T.T)
-        ) @ self.C
-
-    def sample_inputs(
-        self, m: int, N: int, seed: int = 0, scale: float = 1.0
-    ) -> tuple[Tensor, Tensor]:
-        """``m`` Gaussian queries (m, D) and contexts of ``N`` tokens (m, N,
-        D), entries N(0, scale^2).
-
-        The logits are quadratic in the tokens, so a small ``scale`` keeps them
-        small at the teacher's weights too (the quadratic regime of the
-        softmax).
-        """
-        x, X = _gaussian_tokens(
-            _int("m", m), _int("N", N), self.D, _int("seed", seed, low=0)
-        )
-        scale = _pos("scale", scale)
-        return scale * x, scale * X
-
-    def _nqf(self, params: dict[str, Tensor], inputs: tuple) -> Tensor:
-        """The NQF (twin forward): ``H C^T xbar + C^T Sigma_X (sum_h W_K,h^T
-        W_Q,h/sqrt(d_k)) x``.
-
-        This is Eq. 10 with ``u = Sigma_X c``.
-        """
-        x, X = inputs
-        T = torch.einsum("hkd,hke->de", params["K"], params["Q"]) / math.sqrt(
-            self.d_k
-        )
-        H = params["Q"].shape[0]
-        return (H * X.mean(dim=1) + _context_sigma_times(X, x @ T.T)) @ self.C
-
-
-class MultiHeadAttention(Network):
-    """Multi-head softmax attention with value and output matrices (Prop. 2,
-    Eq. 7).
-
-    ``f(x, X) = sum_h W_O,h W_V,h X softmax(X^T W_K,h^T W_Q,h x / sqrt(d_k))``
-    with ``W_Q,h, W_K,h`` (d_k, D), ``W_V,h`` (d_v, D) and ``W_O,h`` (V, d_v).
-
-    Parameters
-    ----------
-    D, d_k, d_v, heads, V : int
-        Token, key and value dimensions, number of heads H, outputs.
-    sigma, seed : float, int
-        Init scale (every entry N(0, sigma^2)) and seed.
-
-    Notes
-    -----
-    Inputs are pairs ``(x, X)`` of shapes (m, D) and (m, N, D).  Unit ``h`` is
-    the head ``[vec W_Q; vec W_K; vec W_V; vec W_O]`` (p = 2 d_k D + d_v D + V
-    d_v).
-    """
-
-    def __init__(
-        self,
-        D: int,
-        d_k: int,
-        d_v: int,
-        heads: int = 1,
-        V: int = 1,
-        sigma: float = 0.01,
-        seed: int = 0,
-    ) -> None:
-        super().__init__(sigma, V, seed)
-        self.D, self.d_k, self.d_v = (
-            _int("D", D),
-            _int("d_k", d_k),
-            _int("d_v", d_v),
-        )
-        self.heads = _int("heads", heads)
-        gen = _generator(seed)
-        self.Q = _gauss(gen, self.sigma, self.heads, self.d_k, self.D)
-        self.K = _gauss(gen, self.sigma, self.heads, self.d_k, self.D)
-        self.W_V = _gauss(gen, self.sigma, self.heads, self.d_v, self.D)
-        self.W_O = _gauss(gen, self.sigma, self.heads, self.V, self.d_v)
-
-    def _config(self) -> dict[str, Any]:
-        return dict(
-            D=self.D,
-            d_k=self.d_k,
-            d_v=self.d_v,
-            heads=self.heads,
-            V=self.V,
-            sigma=self.sigma,
-            seed=self.seed,
-        )
-
-    def _check_inputs(self, inputs: Inputs, single: bool = False) -> tuple:
-        return _check_tokens(self, inputs, single)
-
-    def _func(self, params: dict[str, Tensor], inputs: tuple) -> Tensor:
-        x, X = inputs
-        a = _attention(params["Q"], params["K"], x, X)
-        E = torch.einsum(
-            "hov,hvd->hod", params["W_O"], params["W_V"]
-        )  # W_O,h W_V,h
-        return torch.einsum("hod,mhd->mo", E, torch.bmm(a, X))
-
-    def _params_from_W(self, W: Tensor) -> dict[str, Tensor]:
-        sizes = [
-            self.d_k * self.D,
-            self.d_k * self.D,
-            self.d_v * self.D,
-            self.V * self.d_v,
-        ]
-        q, k, v, o = torch.split(W, sizes, dim=0)
-        return {
-            "Q": q.T.reshape(-1, self.d_k, self.D),
-            "K": k.T.reshape(-1, self.d_k, self.D),
-            "W_V": v.T.reshape(-1, self.d_v, self.D),
-            "W_O": o.T.reshape(-1, self.V, self.d_v),
-        }
-
-    def units(self) -> Tensor:
-        parts = [self.Q, self.K, self.W_V, self.W_O]
-        return (
-            torch.cat([t.reshape(self.heads, -1).T for t in parts])
-            .detach()
-            .clone()
-        )
-
-    def effective_map(self) -> Tensor:
-        return torch.einsum("hov,hvd->od", self.W_O, self.W_V)
-
-    def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
-        """Output (m, V) of the NQF with effective map ``T`` (V, D): ``T
-        xbar``."""
-        _, X = self._check_inputs(inputs)
-        return X.mean(dim=1) @ _effective_map(T, (self.V, self.D)).T
-
-    def sample_inputs(
-        self, m: int, N: int, seed: int = 0
-    ) -> tuple[Tensor, Tensor]:
-        """Gaussian queries (m, D) and contexts (m, N, D) whose token means
-        ``xbar`` are exactly whitened.
-
-        Each context is ``xbar 1^T`` plus centred Gaussian noise of unit
-        variance per token.
-        """
-        m, N = _int("m", m), _int("N", N)
-        x, X = _gaussian_tokens(m, N, self.D, _int("seed", seed, low=0))
-        xbar = torch.as_tensor(whitened_gaussian(m, self.D, seed))
-        return x, X - X.mean(dim=1, keepdim=True) + xbar.unsqueeze(1)
-
-    def _nqf(self, params: dict[str, Tensor], inputs: tuple) -> Tensor:
-        """The NQF (twin forward): ``f = sum_h W_O,h W_V,h xbar`` (Eq. 8).
-
-        ``W_Q`` and ``W_K`` stay in the module (same parameters as the network)
-        but do not enter the output: at quadratic order they never move.
-        """
-        _, X = inputs
-        return torch.einsum(
-            "hov,hvd,md->mo", params["W_O"], params["W_V"], X.mean(dim=1)
-        )
 
 
 # ----------------------------------------------------------------------------
@@ -643,11 +331,11 @@ class MultiHead(ModuleModel):
         width: int = 3,
     ) -> None:
         self.D, self.d_k, self.d_v = (
-            _pos_int("D", D),
-            _pos_int("d_k", d_k),
-            _pos_int("d_v", d_v),
+            integer("D", D),
+            integer("d_k", d_k),
+            integer("d_v", d_v),
         )
-        self.N, self.width = _pos_int("N", N), _pos_int("width", width)
+        self.N, self.width = integer("N", N), integer("width", width)
         self.module = mha(self.D, self.d_k, self.d_v)
 
     def check_input(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -693,8 +381,8 @@ class QueryKeyHeads(ModuleModel):
     def __init__(
         self, D: int = 3, d_k: int = 2, N: int = 4, width: int = 3
     ) -> None:
-        self.D, self.d_k = _pos_int("D", D), _pos_int("d_k", d_k)
-        self.N, self.width = _pos_int("N", N), _pos_int("width", width)
+        self.D, self.d_k = integer("D", D), integer("d_k", d_k)
+        self.N, self.width = integer("N", N), integer("width", width)
         self.c = np.linspace(1.0, -0.5, self.D)
         self.module = qk_head(self.c, self.d_k)
 
@@ -739,9 +427,9 @@ class LogitsHead(ModuleModel):
 
     def __init__(self, D: int = 3, d_k: int = 2, N: int = 4) -> None:
         self.D, self.d_k, self.N = (
-            _pos_int("D", D),
-            _pos_int("d_k", d_k),
-            _pos_int("N", N),
+            integer("D", D),
+            integer("d_k", d_k),
+            integer("N", N),
         )
         self.width = self.d_k
         self.c = np.linspace(1.0, -0.5, self.D)

@@ -146,7 +146,8 @@ class Model(ABC):
         unknown = sorted(set(sizes) - set(valid))
         if unknown:
             raise TypeError(
-                f"model {self.name!r} has no size {unknown[0]!r}; its sizes are {sorted(valid)}"
+                f"model {self.name!r} has no size {unknown[0]!r}; its sizes "
+                f"are {sorted(valid)}"
             )
         kwargs = {**valid, **sizes}
         if "name" in inspect.signature(type(self).__init__).parameters:
@@ -192,7 +193,10 @@ class Model(ABC):
         return NQF(A, g=g, B=B, f0=f0 if np.any(f0) else None)
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r}: p={self.p}, neurons={self.neurons}, exact={self.exact}>"
+        return (
+            f"<{type(self).__name__} {self.name!r}: p={self.p}, "
+            f"neurons={self.neurons}, exact={self.exact}>"
+        )
 
 
 def generator(rng: object) -> np.random.Generator:
@@ -200,7 +204,9 @@ def generator(rng: object) -> np.random.Generator:
     e.g. for a bare seed)."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
-            f"rng must be a numpy Generator (e.g. nqf_lite.book.seeding.rng(...)), got {type(rng).__name__} {rng!r}"
+            "rng must be a numpy Generator (e.g. "
+            f"nqf_lite.book.seeding.rng(...)), got {type(rng).__name__} "
+            f"{rng!r}"
         )
     return rng
 
@@ -241,7 +247,8 @@ def as_weights(W: Any, p: int, neurons: str, model: str) -> torch.Tensor:
     if W.ndim != 2 or W.shape[axis] != p or W.shape[1 - axis] < 1:
         want = f"(p={p}, d)" if axis == 0 else f"(d, p={p})"
         raise ValueError(
-            f"W must have shape {want} with d >= 1 (neurons as {neurons}) for {model}, got {tuple(W.shape)}"
+            f"W must have shape {want} with d >= 1 (neurons as {neurons}) "
+            f"for {model}, got {tuple(W.shape)}"
         )
     return W
 
@@ -252,7 +259,8 @@ class Registry(dict):
 
     def __missing__(self, name: object) -> Model:
         raise KeyError(
-            f"no model named {name!r}; the registered models are {sorted(self)}"
+            f"no model named {name!r}; the registered models are "
+            f"{sorted(self)}"
         )
 
     def make(self, name: str, **sizes: Any) -> Model:

@@ -149,7 +149,8 @@ def context_covariance(X: Any) -> np.ndarray:
     X = as_array("X", X, ndim=2)
     if X.shape[1] == 0:
         raise ValueError(
-            f"X must hold at least one token (shape (D, N) with N >= 1), got {X.shape}"
+            "X must hold at least one token (shape (D, N) with N >= 1), "
+            f"got {X.shape}"
         )
     xbar = X.mean(axis=1)
     return X @ X.T / X.shape[1] - np.outer(xbar, xbar)
@@ -235,7 +236,8 @@ class TiedQueryKey(TableModel):
         X = as_array("X (the context)", X, ndim=2)
         if X.shape[0] != self.D or X.shape[1] < 1:
             raise ValueError(
-                f"X (the context) must have shape ({self.D}, N) with N >= 1, got {X.shape}"
+                f"X (the context) must have shape ({self.D}, N) with N >= "
+                f"1, got {X.shape}"
             )
         return q, X
 

@@ -32,7 +32,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nqf_lite._checks import as_array, integer, nonnegative
+from nqf_lite._checks import (
+    as_array,
+    integer,
+    nonnegative,
+    positive,
+    tensor,
+    torch_generator,
+)
 from nqf_lite.expansion.models.base import Model, as_weights, generator
 
 __all__ = [
@@ -88,11 +95,13 @@ def activation(
     """
     if not isinstance(name, str):
         raise TypeError(
-            f"{arg} must be an activation name, one of {sorted(ACTIVATIONS)}, got {name!r}"
+            f"{arg} must be an activation name, one of "
+            f"{sorted(ACTIVATIONS)}, got {name!r}"
         )
     if name not in ACTIVATIONS:
         raise ValueError(
-            f"{arg} must be an activation name, one of {sorted(ACTIVATIONS)}, got {name!r}"
+            f"{arg} must be an activation name, one of "
+            f"{sorted(ACTIVATIONS)}, got {name!r}"
         )
     return ACTIVATIONS[name]
 
@@ -122,7 +131,8 @@ class Layout:
         for name, shape in self.blocks:
             if len(shape) > 2 or any(int(s) < 1 for s in shape):
                 raise ValueError(
-                    f"block {name!r} needs a shape of 0-2 positive sizes, got {shape}"
+                    f"block {name!r} needs a shape of 0-2 positive sizes, "
+                    f"got {shape}"
                 )
 
     @property
@@ -152,7 +162,8 @@ class Layout:
         """Raise unless ``W`` is 2-D with ``p`` rows."""
         if W.ndim != 2 or W.shape[0] != self.p:
             raise ValueError(
-                f"{arg} must have shape (p={self.p}, d) for layout {self.names}, got {tuple(W.shape)}"
+                f"{arg} must have shape (p={self.p}, d) for layout "
+                f"{self.names}, got {tuple(W.shape)}"
             )
 
     def unpack(self, W: Any) -> dict[str, Any]:
@@ -193,7 +204,8 @@ class Layout:
         """
         if set(blocks) != set(self.names):
             raise ValueError(
-                f"blocks must have exactly the keys {self.names}, got {sorted(blocks)}"
+                f"blocks must have exactly the keys {self.names}, got "
+                f"{sorted(blocks)}"
             )
         cols = []
         d = None
@@ -202,7 +214,8 @@ class Layout:
             d = b.shape[0] if d is None else d
             if b.shape != (d, *shape):
                 raise ValueError(
-                    f"block {name!r} must have shape {(d, *shape)}, got {b.shape}"
+                    f"block {name!r} must have shape {(d, *shape)}, got "
+                    f"{b.shape}"
                 )
             # column-major vec of each neuron's block: transpose the last two
             # axes, then flatten
@@ -256,62 +269,12 @@ class SymmetricModule:
         return self.fn(W, x)
 
 
-def _t(a: Any) -> torch.Tensor:
+def tensor64(a: Any) -> torch.Tensor:
+    """``a`` as a float64 torch tensor (trusted: already checked)."""
     return torch.as_tensor(a, dtype=torch.float64)
 
 
-def _pos_int(name: str, value: Any) -> int:
-    return integer(name, value, minimum=1)
-
-
-def _outputs(V: Any) -> int | None:
-    return None if V is None else _pos_int("V", V)
-
-
-def _real(name: str, value: Any) -> float:
-    if (
-        isinstance(
-            value, (bool, np.bool_, complex, np.complexfloating, str, bytes)
-        )
-        or value is None
-    ):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    try:
-        out = float(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{name} must be a real number, got {value!r}"
-        ) from exc
-    if not math.isfinite(out):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return out
-
-
-def _vector(name: str, a: Any, n: int | None = None) -> np.ndarray:
-    arr = as_array(name, a)
-    if arr.ndim != 1 or (n is not None and arr.shape[0] != n) or arr.size == 0:
-        want = "(n,) with n >= 1" if n is None else f"({n},)"
-        raise ValueError(
-            f"{name} must be a vector of shape {want}, got shape {arr.shape}"
-        )
-    return arr
-
-
-def _context(name: str, X: Any, D: int | None = None) -> np.ndarray:
-    arr = as_array(name, X)
-    if (
-        arr.ndim != 2
-        or (D is not None and arr.shape[0] != D)
-        or arr.shape[1] == 0
-    ):
-        want = "(D, N)" if D is None else f"({D}, N)"
-        raise ValueError(
-            f"{name} must be a token matrix of shape {want} with N >= 1 tokens, got shape {arr.shape}"
-        )
-    return arr
-
-
-def _offdiag(C: np.ndarray, scale: float) -> np.ndarray:
+def offdiag(C: np.ndarray, scale: float) -> np.ndarray:
     """``scale * [[0, C], [Cᵀ, 0]]`` (the feed-forward form, Eq. 17)."""
     n1, n2 = C.shape
     A = np.zeros((n1 + n2, n1 + n2))
@@ -320,14 +283,14 @@ def _offdiag(C: np.ndarray, scale: float) -> np.ndarray:
     return A
 
 
-def _per_output(
+def per_output(
     C_of_o: Callable[[int], np.ndarray], V: int | None, scale: float
 ) -> np.ndarray:
-    """Scalar: ``_offdiag(C, scale)``; vector: one such matrix per output
+    """Scalar: ``offdiag(C, scale)``; vector: one such matrix per output
     ``o``."""
     if V is None:
-        return _offdiag(C_of_o(0), scale)
-    return np.stack([_offdiag(C_of_o(o), scale) for o in range(V)])
+        return offdiag(C_of_o(0), scale)
+    return np.stack([offdiag(C_of_o(o), scale) for o in range(V)])
 
 
 # ----------------------------------------------------------------------------
@@ -388,7 +351,8 @@ def feedforward_blocks(
         found = [s for s in range(1, p) if _is_split(A, s, atol)]
         if not found:
             raise ValueError(
-                "A has no feed-forward form ½[[0, C], [Cᵀ, 0]] (Eq. 17) for any split"
+                "A has no feed-forward form ½[[0, C], [Cᵀ, 0]] (Eq. 17) for "
+                "any split"
             )
         split = found[0]
     elif (
@@ -449,58 +413,11 @@ def representation(W: Any, C: Any, split: int) -> np.ndarray:
 # ----------------------------------------------------------------------------
 
 
-def _int(name: str, value: object, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
-
-
-def _pos(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
-        raise TypeError(f"{name} must be a positive number, got {value!r}")
-    if not math.isfinite(float(value)) or value <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return float(value)
-
-
-def _tensor(name: str, value: object, ndim: int) -> Tensor:
-    if (
-        isinstance(value, tuple) and len(value) == 1
-    ):  # an input already checked by a module
-        value = value[0]
-    if not isinstance(value, (Tensor, np.ndarray)):
-        raise TypeError(
-            f"{name} must be a torch tensor or numpy array, got {type(value).__name__}"
-        )
-    bad = (
-        (value.is_complex() or value.dtype == torch.bool)
-        if isinstance(value, Tensor)
-        else value.dtype.kind not in "iuf"
-    )
-    if bad:
-        raise TypeError(
-            f"{name} must hold real numbers, got dtype {value.dtype}"
-        )
-    t = torch.as_tensor(value, dtype=torch.float64)
-    if t.ndim != ndim:
-        raise ValueError(
-            f"{name} must have {ndim} axes, got shape {tuple(t.shape)}"
-        )
-    if not torch.isfinite(t).all():
-        raise ValueError(f"{name} contains NaN or inf")
-    return t
-
-
-def _generator(seed: object) -> torch.Generator:
-    seed = _int("seed", seed, low=0)
-    return torch.Generator().manual_seed(seed)
-
-
-def _gauss(gen: torch.Generator, sigma: float, *shape: int) -> nn.Parameter:
+def gaussian_parameter(
+    gen: torch.Generator, sigma: float, *shape: int
+) -> nn.Parameter:
+    """A float64 parameter of i.i.d. ``N(0, sigma^2)`` entries drawn from
+    ``gen``."""
     return nn.Parameter(
         sigma * torch.randn(*shape, generator=gen, dtype=torch.float64)
     )
@@ -521,9 +438,9 @@ class Network(nn.Module):
 
     def __init__(self, sigma: float, V: int, seed: int) -> None:
         super().__init__()
-        self.sigma = _pos("sigma", sigma)
-        self.V = _int("V", V)
-        self.seed = _int("seed", seed, low=0)
+        self.sigma = positive("sigma", sigma)
+        self.V = integer("V", V)
+        self.seed = integer("seed", seed, minimum=0)
 
     # each architecture implements the methods below that raise
     # NotImplementedError
@@ -590,23 +507,6 @@ class Network(nn.Module):
         return f
 
 
-def _effective_map(T: object, shape: tuple[int, int]) -> Tensor:
-    """An effective map ``T`` for ``apply_map``: a finite real (tensor or
-    array) of exactly ``shape``."""
-    t = _tensor("T", T, 2)
-    if tuple(t.shape) != shape:
-        raise ValueError(f"T must have shape {shape}, got {tuple(t.shape)}")
-    return t
-
-
-def _sizes_match(name: str, t: Tensor, axes: dict[int, int]) -> None:
-    for ax, n in axes.items():
-        if t.shape[ax] != n:
-            raise ValueError(
-                f"{name} must have size {n} on axis {ax}, got shape {tuple(t.shape)}"
-            )
-
-
 def whitened_gaussian(m: int, D: int, seed: int = 0) -> np.ndarray:
     """Exactly whitened Gaussian samples: ``X`` (m, D) with zero mean and ``X^T
     X / m = I``.
@@ -618,12 +518,12 @@ def whitened_gaussian(m: int, D: int, seed: int = 0) -> np.ndarray:
     seed : int
         Seed of the Gaussian draw.
     """
-    m, D = _int("m", m), _int("D", D)
+    m, D = integer("m", m), integer("D", D)
     if m <= D:
         raise ValueError(
             f"m must exceed D to whiten exactly, got m = {m}, D = {D}"
         )
-    rng = np.random.default_rng(_int("seed", seed, low=0))
+    rng = np.random.default_rng(integer("seed", seed, minimum=0))
     X = rng.standard_normal((m, D))
     X -= X.mean(axis=0)
     L = np.linalg.cholesky(X.T @ X / m)
@@ -673,3 +573,13 @@ class ModuleModel(Model):
         return rng.standard_normal((self.p, self.width)), self.sample_input(
             rng
         )
+
+
+# the private names of version 0.3, still imported by nqf_lite.experiments
+# (train.py, ensemble.py): use nqf_lite._checks.{integer, positive, tensor,
+# torch_generator} instead
+def _int(name: str, value: object, low: int = 1) -> int:
+    return integer(name, value, minimum=low)
+
+
+_pos, _tensor, _generator = positive, tensor, torch_generator

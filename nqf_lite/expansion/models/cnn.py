@@ -16,7 +16,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from nqf_lite._checks import as_array
+from nqf_lite._checks import (
+    as_array,
+    check_sizes,
+    integer,
+    outputs,
+    size_pair,
+    tensor,
+    torch_generator,
+)
 from nqf_lite.expansion.models.base import Structure, register
 from nqf_lite.expansion.models.blocks import (
     Inputs,
@@ -24,16 +32,9 @@ from nqf_lite.expansion.models.blocks import (
     ModuleModel,
     Network,
     SymmetricModule,
-    _effective_map,
-    _gauss,
-    _generator,
-    _int,
-    _outputs,
-    _pos_int,
-    _sizes_match,
-    _t,
-    _tensor,
     activation,
+    gaussian_parameter,
+    tensor64,
     whitened_gaussian,
 )
 from nqf_lite.expansion.models.mlp import A_mlp
@@ -52,7 +53,8 @@ def _image(X: Any) -> np.ndarray:
     arr = as_array("X", X, ndim=(2, 3))
     if 0 in arr.shape:
         raise ValueError(
-            f"X must be a non-empty image of shape (H, W) or (C, H, W), got shape {arr.shape}"
+            "X must be a non-empty image of shape (H, W) or (C, H, W), got "
+            f"shape {arr.shape}"
         )
     return arr[None] if arr.ndim == 2 else arr
 
@@ -63,8 +65,8 @@ def _kernel(kernel_shape: Any, img: np.ndarray) -> tuple[int, int]:
             f"kernel_shape must be a pair (kh, kw), got {kernel_shape!r}"
         )
     kh, kw = (
-        _pos_int("kernel_shape[0]", kernel_shape[0]),
-        _pos_int("kernel_shape[1]", kernel_shape[1]),
+        integer("kernel_shape[0]", kernel_shape[0]),
+        integer("kernel_shape[1]", kernel_shape[1]),
     )
     if kh > img.shape[1] or kw > img.shape[2]:
         raise ValueError(
@@ -114,14 +116,14 @@ def cnn_module(
     (channel, row, col)); v (1 or V)]``.  The input ``X`` has shape ``(H, W)``
     (one channel) or ``(channels, H, W)``; stride 1, no padding.
     """
-    kh, kw = _size_pair("kernel_shape", kernel_shape)
-    C = _pos_int("channels", channels)
+    kh, kw = size_pair("kernel_shape", kernel_shape)
+    C = integer("channels", channels)
     phi, _, _ = activation(act, "act")
-    V = _outputs(V)
+    V = outputs(V)
     layout = Layout((("k", (C * kh * kw,)), ("v", () if V is None else (V,))))
 
     def fn(W: torch.Tensor, X: Any) -> torch.Tensor:
-        img = _t(X)
+        img = tensor64(X)
         img = img[None] if img.ndim == 2 else img
         if (
             img.ndim != 3
@@ -130,8 +132,9 @@ def cnn_module(
             or img.shape[2] < kw
         ):
             raise ValueError(
-                f"X must have shape ({C}, H>={kh}, W>={kw}) (or (H, W) for one channel), "
-                f"got {tuple(_t(X).shape)}"
+                f"X must have shape ({C}, H>={kh}, W>={kw}) (or (H, W) for "
+                "one channel), "
+                f"got {tuple(tensor64(X).shape)}"
             )
         b = layout.unpack(W)
         filt = b["k"].reshape(-1, C, kh, kw)
@@ -192,10 +195,12 @@ class TanhCNN(Network):
             raise ValueError(
                 f"kernel {self.kernel} must fit inside image {self.image}"
             )
-        self.channels = _int("channels", channels)
-        gen = _generator(seed)
-        self.K = _gauss(gen, self.sigma, self.channels, *self.kernel)
-        self.W_out = _gauss(gen, self.sigma, self.V, self.channels)
+        self.channels = integer("channels", channels)
+        gen = torch_generator(seed)
+        self.K = gaussian_parameter(
+            gen, self.sigma, self.channels, *self.kernel
+        )
+        self.W_out = gaussian_parameter(gen, self.sigma, self.V, self.channels)
 
     @staticmethod
     def _pair(name: str, value: object) -> tuple[int, int]:
@@ -203,7 +208,10 @@ class TanhCNN(Network):
             raise TypeError(
                 f"{name} must be a pair of ints (height, width), got {value!r}"
             )
-        return (_int(f"{name}[0]", value[0]), _int(f"{name}[1]", value[1]))
+        return (
+            integer(f"{name}[0]", value[0]),
+            integer(f"{name}[1]", value[1]),
+        )
 
     def _config(self) -> dict[str, Any]:
         return dict(
@@ -216,8 +224,8 @@ class TanhCNN(Network):
         )
 
     def _check_inputs(self, inputs: Inputs, single: bool = False) -> tuple:
-        x = _tensor("x", inputs, 2 if single else 3)
-        _sizes_match("x", x, {-2: self.image[0], -1: self.image[1]})
+        x = tensor("x", inputs, 2 if single else 3)
+        check_sizes("x", x, {-2: self.image[0], -1: self.image[1]})
         return (x,)
 
     def patch_sum(self, x: Tensor) -> Tensor:
@@ -256,7 +264,7 @@ class TanhCNN(Network):
         (x,) = self._check_inputs(inputs)
         return (
             self.patch_sum(x)
-            @ _effective_map(T, (self.V, self.kernel[0] * self.kernel[1])).T
+            @ tensor("T", T, 2, (self.V, self.kernel[0] * self.kernel[1])).T
         )
 
     def sample_inputs(self, m: int, seed: int = 0) -> Tensor:
@@ -274,7 +282,7 @@ class TanhCNN(Network):
         Sp = torch.linalg.pinv(S)
         z = torch.as_tensor(whitened_gaussian(m, S.shape[0], seed))
         xi = torch.randn(
-            m, H * Wd, generator=_generator(seed + 1), dtype=torch.float64
+            m, H * Wd, generator=torch_generator(seed + 1), dtype=torch.float64
         )
         img = (
             z @ Sp.T + xi @ (torch.eye(H * Wd, dtype=torch.float64) - Sp @ S).T
@@ -325,14 +333,15 @@ class SingleLayerCNN(ModuleModel):
         width: int = 3,
     ) -> None:
         self.image, self.kernel = (
-            _size_pair("image", image),
-            _size_pair("kernel", kernel),
+            size_pair("image", image),
+            size_pair("kernel", kernel),
         )
         if self.kernel[0] > self.image[0] or self.kernel[1] > self.image[1]:
             raise ValueError(
-                f"kernel {self.kernel} must fit inside image {self.image} (kh <= H, kw <= W)"
+                f"kernel {self.kernel} must fit inside image {self.image} "
+                "(kh <= H, kw <= W)"
             )
-        self.width = _pos_int("width", width)
+        self.width = integer("width", width)
         self.module = cnn_module(self.kernel)
 
     def check_input(self, x: Any) -> np.ndarray:
@@ -342,13 +351,15 @@ class SingleLayerCNN(ModuleModel):
         if img.ndim == 3:
             if img.shape[0] != 1:
                 raise ValueError(
-                    f"x (the image) must have one channel, shape (H, W) or (1, H, W), got {img.shape}"
+                    "x (the image) must have one channel, shape (H, W) or "
+                    f"(1, H, W), got {img.shape}"
                 )
             img = img[0]
         kh, kw = self.kernel
         if img.shape[0] < kh or img.shape[1] < kw:
             raise ValueError(
-                f"x (the image) must be at least the kernel {self.kernel}, got shape {img.shape}"
+                f"x (the image) must be at least the kernel {self.kernel}, "
+                f"got shape {img.shape}"
             )
         return img
 
@@ -359,14 +370,6 @@ class SingleLayerCNN(ModuleModel):
     def sample_input(self, rng: np.random.Generator) -> np.ndarray:
         """A standard normal image (H, W)."""
         return rng.standard_normal(self.image)
-
-
-def _size_pair(name: str, value: Any) -> tuple[int, int]:
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(
-            f"{name} must be a pair of positive ints (height, width), got {value!r}"
-        )
-    return _pos_int(f"{name}[0]", value[0]), _pos_int(f"{name}[1]", value[1])
 
 
 CNN = register(SingleLayerCNN())

@@ -56,12 +56,14 @@ def in_context_moment(X: Any, y: Any) -> np.ndarray:
     X = as_array("X (the prompt's inputs)", X, ndim=2)
     if X.shape[1] < 1:
         raise ValueError(
-            f"X (the prompt's inputs) must hold N >= 1 examples as columns, got shape {X.shape}"
+            "X (the prompt's inputs) must hold N >= 1 examples as columns, "
+            f"got shape {X.shape}"
         )
     y = as_array("y (the prompt's labels)", y, ndim=1)
     if y.shape != (X.shape[1],):
         raise ValueError(
-            f"y (the prompt's labels) must have shape ({X.shape[1]},), one per column of X, got {y.shape}"
+            f"y (the prompt's labels) must have shape ({X.shape[1]},), one "
+            f"per column of X, got {y.shape}"
         )
     return X @ y / X.shape[1]
 
@@ -98,7 +100,10 @@ class LinearAttentionHead(TableModel):
     """
 
     title = "Linear attention head (in-context regression)"
-    reference = "von Oswald et al. 2023; Zhang, Frei & Bartlett 2024, Sec. 3 (beyond Table 3; cf. row 14)"
+    reference = (
+        "von Oswald et al. 2023; Zhang, Frei & Bartlett 2024, Sec. "
+        "3 (beyond Table 3; cf. row 14)"
+    )
     neurons = "rows"
     exact = True
 
@@ -123,13 +128,15 @@ class LinearAttentionHead(TableModel):
         N), N >= 1, and labels (N,)."""
         if not isinstance(x, (tuple, list)) or len(x) != 3:
             raise TypeError(
-                f"x must be a triple (query x_q, prompt inputs X, prompt labels y), got {type(x).__name__}"
+                "x must be a triple (query x_q, prompt inputs X, prompt "
+                f"labels y), got {type(x).__name__}"
             )
         q = self.array("x_q (the query)", x[0], (self.D,))
         X = as_array("X (the prompt's inputs)", x[1], ndim=2)
         if X.shape[0] != self.D:
             raise ValueError(
-                f"X (the prompt's inputs) must have shape ({self.D}, N), got {X.shape}"
+                f"X (the prompt's inputs) must have shape ({self.D}, N), "
+                f"got {X.shape}"
             )
         y = as_array("x[2] (y, the prompt's labels)", x[2], ndim=1)
         in_context_moment(X, y)  # N >= 1 and one label per example

@@ -19,26 +19,26 @@ import torch
 from torch import Tensor
 
 from nqf_lite.expansion.models.base import Structure, register
+from nqf_lite._checks import (
+    check_sizes,
+    integer,
+    outputs,
+    real,
+    tensor,
+    torch_generator,
+    vector,
+)
 from nqf_lite.expansion.models.blocks import (
     Inputs,
     Layout,
     ModuleModel,
     Network,
     SymmetricModule,
-    _effective_map,
-    _gauss,
-    _generator,
-    _int,
-    _offdiag,
-    _outputs,
-    _per_output,
-    _pos_int,
-    _real,
-    _sizes_match,
-    _t,
-    _tensor,
-    _vector,
     activation,
+    gaussian_parameter,
+    offdiag,
+    per_output,
+    tensor64,
     whitened_gaussian,
 )
 
@@ -63,7 +63,7 @@ __all__ = [
 
 def mlp_layout(k: int, V: int | None = None) -> Layout:
     """Neuron of a two-layer MLP: ``w = [u (k); v (1 or V)]`` (Eq. 5)."""
-    k, V = _pos_int("k", k), _outputs(V)
+    k, V = integer("k", k), outputs(V)
     return Layout((("u", (k,)), ("v", () if V is None else (V,))))
 
 
@@ -92,7 +92,7 @@ def mlp_module(
     layout = mlp_layout(k, V)
 
     def fn(W: torch.Tensor, x: Any) -> torch.Tensor:
-        x = _t(x)
+        x = tensor64(x)
         if x.shape != (k,):
             raise ValueError(f"x must have shape ({k},), got {tuple(x.shape)}")
         b = layout.unpack(W)
@@ -122,10 +122,10 @@ def A_mlp(x: Any, dphi0: float, V: int | None = None) -> np.ndarray:
     numpy.ndarray
         ``(k+1, k+1)`` or ``(V, k+V, k+V)``.
     """
-    x, dphi0, V = _vector("x", x), _real("dphi0", dphi0), _outputs(V)
+    x, dphi0, V = vector("x", x), real("dphi0", dphi0), outputs(V)
     if V is None:
-        return _offdiag(x[:, None], dphi0 / 2)
-    return _per_output(lambda o: np.outer(x, np.eye(V)[o]), V, dphi0 / 2)
+        return offdiag(x[:, None], dphi0 / 2)
+    return per_output(lambda o: np.outer(x, np.eye(V)[o]), V, dphi0 / 2)
 
 
 def g_mlp(x: Any, phi0: float, V: int | None = None) -> np.ndarray:
@@ -134,7 +134,7 @@ def g_mlp(x: Any, phi0: float, V: int | None = None) -> np.ndarray:
     For ``V`` outputs ``g^(o) = φ(0) [0_k; e_o]``; shape ``(k+1,)`` or ``(V,
     k+V)``.
     """
-    x, phi0, V = _vector("x", x), _real("phi0", phi0), _outputs(V)
+    x, phi0, V = vector("x", x), real("phi0", phi0), outputs(V)
     k = x.shape[0]
     if V is None:
         return np.concatenate([np.zeros(k), [phi0]])
@@ -156,7 +156,7 @@ def mean_field_mlp(
     layout = mlp_layout(k)
 
     def fn(W: torch.Tensor, x: Any) -> torch.Tensor:
-        x = _t(x)
+        x = tensor64(x)
         if x.shape != (k,):
             raise ValueError(f"x must have shape ({k},), got {tuple(x.shape)}")
         b = layout.unpack(W)
@@ -183,9 +183,9 @@ def coeffs_mean_field_mlp(
     (g, B, A)
         Shapes ``(k+1,)``, ``(k+1, k+1)``, ``(k+1, k+1)``.
     """
-    x = _vector("x", x)
-    phi0, dphi0 = _real("phi0", phi0), _real("dphi0", dphi0)
-    drho0, ddrho0 = _real("drho0", drho0), _real("ddrho0", ddrho0)
+    x = vector("x", x)
+    phi0, dphi0 = real("phi0", phi0), real("dphi0", dphi0)
+    drho0, ddrho0 = real("drho0", drho0), real("ddrho0", ddrho0)
     k = x.shape[0]
     g = np.zeros(k + 1)
     g[k] = drho0 * phi0
@@ -223,10 +223,13 @@ class TanhMLP(Network):
         seed: int = 0,
     ) -> None:
         super().__init__(sigma, V, seed)
-        self.D_in, self.hidden = _int("D_in", D_in), _int("hidden", hidden)
-        gen = _generator(seed)
-        self.U = _gauss(gen, self.sigma, self.hidden, self.D_in)
-        self.W_out = _gauss(gen, self.sigma, self.V, self.hidden)
+        self.D_in, self.hidden = (
+            integer("D_in", D_in),
+            integer("hidden", hidden),
+        )
+        gen = torch_generator(seed)
+        self.U = gaussian_parameter(gen, self.sigma, self.hidden, self.D_in)
+        self.W_out = gaussian_parameter(gen, self.sigma, self.V, self.hidden)
 
     def _config(self) -> dict[str, Any]:
         return dict(
@@ -238,8 +241,8 @@ class TanhMLP(Network):
         )
 
     def _check_inputs(self, inputs: Inputs, single: bool = False) -> tuple:
-        x = _tensor("x", inputs, 1 if single else 2)
-        _sizes_match("x", x, {-1: self.D_in})
+        x = tensor("x", inputs, 1 if single else 2)
+        check_sizes("x", x, {-1: self.D_in})
         return (x,)
 
     def _func(self, params: dict[str, Tensor], inputs: tuple) -> Tensor:
@@ -259,7 +262,7 @@ class TanhMLP(Network):
         """Output (m, V) of the NQF whose effective map is ``T`` (V, D_in): ``T
         x``."""
         (x,) = self._check_inputs(inputs)
-        return x @ _effective_map(T, (self.V, self.D_in)).T
+        return x @ tensor("T", T, 2, (self.V, self.D_in)).T
 
     def sample_inputs(self, m: int, seed: int = 0) -> Tensor:
         """``m`` exactly whitened Gaussian inputs (m, D_in)."""
@@ -307,11 +310,12 @@ class TwoLayerMLP(ModuleModel):
             )
         if dphi0 is None:
             raise ValueError(
-                f"act must be differentiable at 0 (Thm 1 needs a Taylor expansion), got {act!r}"
+                "act must be differentiable at 0 (Thm 1 needs a Taylor "
+                f"expansion), got {act!r}"
             )
         self.k, self.width, self.act, self.dphi0 = (
-            _pos_int("k", k),
-            _pos_int("width", width),
+            integer("k", k),
+            integer("width", width),
             act,
             dphi0,
         )
@@ -321,7 +325,7 @@ class TwoLayerMLP(ModuleModel):
 
     def check_input(self, x: Any) -> np.ndarray:
         """A finite real vector of shape ``(k,)``."""
-        return _vector("x", x, self.k)
+        return vector("x", x, self.k)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 6 (``g = 0`` since φ(0) = 0)."""

@@ -13,20 +13,22 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from nqf_lite._checks import as_array
+from nqf_lite._checks import (
+    as_array,
+    integer,
+    outputs,
+    real,
+    vector,
+)
 from nqf_lite.expansion.models.base import Structure, register
 from nqf_lite.expansion.models.blocks import (
     Layout,
     ModuleModel,
     SymmetricModule,
-    _offdiag,
-    _outputs,
-    _per_output,
-    _pos_int,
-    _real,
-    _t,
-    _vector,
     activation,
+    offdiag,
+    per_output,
+    tensor64,
 )
 
 __all__ = [
@@ -67,7 +69,7 @@ class Expert:
 def linear_expert(k: int, V: int | None = None) -> Expert:
     """Linear expert ``E = θᵀx`` (``θ ∈ R^k``) or ``E = Θ x`` (``Θ ∈
     R^{V×k}``)."""
-    k, V = _pos_int("k", k), _outputs(V)
+    k, V = integer("k", k), outputs(V)
     if V is None:
         return Expert(
             (("theta", (k,)),),
@@ -83,7 +85,7 @@ def linear_expert(k: int, V: int | None = None) -> Expert:
 def mlp_expert(k: int, hidden: int, act: str = "tanh") -> Expert:
     """Bias-free two-layer expert ``E = aᵀ φ(U x)``: itself ZGZ, so ``∇_Θ E(x;
     0) = 0``."""
-    k, hidden = _pos_int("k", k), _pos_int("hidden", hidden)
+    k, hidden = integer("k", k), integer("hidden", hidden)
     phi, _, _ = activation(act, "act")
     return Expert(
         (("U", (hidden, k)), ("a", (hidden,))),
@@ -96,7 +98,7 @@ def mlp_expert(k: int, hidden: int, act: str = "tanh") -> Expert:
 def G_linear(x: Any, V: int | None = None) -> np.ndarray:
     """``G = ∇_Θ E(x; 0)`` of :func:`linear_expert`: ``x``, or ``(V, V k)``
     with rows ``x ⊗ e_o``."""
-    x, V = _vector("x", x), _outputs(V)
+    x, V = vector("x", x), outputs(V)
     return x.copy() if V is None else np.kron(x[None, :], np.eye(V))
 
 
@@ -106,10 +108,11 @@ def moe_module(k: int, expert: Expert, gate: str = "tanh") -> SymmetricModule:
 
     Neuron ``w = [r (k); Θ (expert.blocks)]``; the gate ψ needs ψ(0) = 0.
     """
-    k = _pos_int("k", k)
+    k = integer("k", k)
     if not isinstance(expert, Expert):
         raise TypeError(
-            f"expert must be an Expert (see linear_expert), got {type(expert).__name__}"
+            "expert must be an Expert (see linear_expert), got "
+            f"{type(expert).__name__}"
         )
     psi, psi0, _ = activation(gate, "gate")
     if psi0 != 0.0:
@@ -119,7 +122,7 @@ def moe_module(k: int, expert: Expert, gate: str = "tanh") -> SymmetricModule:
     layout = Layout((("r", (k,)),) + expert.blocks)
 
     def fn(W: torch.Tensor, x: Any) -> torch.Tensor:
-        x = _t(x)
+        x = tensor64(x)
         if x.shape != (k,):
             raise ValueError(f"x must have shape ({k},), got {tuple(x.shape)}")
         b = layout.unpack(W)
@@ -149,13 +152,13 @@ def A_moe(x: Any, dpsi0: float, G: Any) -> np.ndarray:
     numpy.ndarray
         ``(k+q, k+q)`` or ``(V, k+q, k+q)``.
     """
-    x, dpsi0 = _vector("x", x), _real("dpsi0", dpsi0)
+    x, dpsi0 = vector("x", x), real("dpsi0", dpsi0)
     G = as_array("G", G)
     if G.ndim not in (1, 2) or G.shape[-1] < 1 or G.shape[0] < 1:
         raise ValueError(f"G must have shape (q,) or (V, q), got {G.shape}")
     if G.ndim == 1:
-        return _offdiag(np.outer(x, G), dpsi0 / 2)
-    return _per_output(lambda o: np.outer(x, G[o]), G.shape[0], dpsi0 / 2)
+        return offdiag(np.outer(x, G), dpsi0 / 2)
+    return per_output(lambda o: np.outer(x, G[o]), G.shape[0], dpsi0 / 2)
 
 
 # ----------------------------------------------------------------------------
@@ -181,12 +184,12 @@ class MixtureOfExperts(ModuleModel):
     remainder = 4
 
     def __init__(self, k: int = 3, width: int = 3) -> None:
-        self.k, self.width = _pos_int("k", k), _pos_int("width", width)
+        self.k, self.width = integer("k", k), integer("width", width)
         self.module = moe_module(self.k, linear_expert(self.k))
 
     def check_input(self, x: Any) -> np.ndarray:
         """A finite real vector of shape ``(k,)``."""
-        return _vector("x", x, self.k)
+        return vector("x", x, self.k)
 
     def structure(self, x: Any) -> Structure:
         """``A`` of Eq. 14 with ``ψ'(0) = 1`` and ``G = x``."""

@@ -142,10 +142,6 @@ class TableModel(Model):
         return i
 
 
-def _size(name: str, value: Any) -> int:
-    return integer(name, value, minimum=1)
-
-
 class PSDSensing(TableModel):
     """PSD matrix sensing / PSD factorisation, ``ŷ_a = ⟨S_a, W Wᵀ⟩`` (Table 3,
     row 1).
@@ -169,7 +165,7 @@ class PSDSensing(TableModel):
     exact = True
 
     def __init__(self, n: int = 4, name: str = "psd_sensing") -> None:
-        self.n = _size("n", n)
+        self.n = integer("n", n)
         self.name = name
 
     @property
@@ -219,7 +215,7 @@ class RectangularSensing(TableModel):
     def __init__(
         self, n1: int = 3, n2: int = 4, name: str = "rectangular_sensing"
     ) -> None:
-        self.n1, self.n2 = _size("n1", n1), _size("n2", n2)
+        self.n1, self.n2 = integer("n1", n1), integer("n2", n2)
         self.name = name
 
     @property
@@ -266,8 +262,8 @@ class MatrixCompletion(TableModel):
         self, n_rows: int = 4, n_cols: int = 3, name: str = "matrix_completion"
     ) -> None:
         self.n_rows, self.n_cols = (
-            _size("n_rows", n_rows),
-            _size("n_cols", n_cols),
+            integer("n_rows", n_rows),
+            integer("n_cols", n_cols),
         )
         self.name = name
 
@@ -316,7 +312,7 @@ class QuadraticNetwork(TableModel):
     exact = True
 
     def __init__(self, k: int = 4, name: str = "quadratic_network") -> None:
-        self.k = _size("k", k)
+        self.k = integer("k", k)
         self.name = name
 
     @property
@@ -355,7 +351,7 @@ class PhaseRetrieval(TableModel):
     exact = True
 
     def __init__(self, n: int = 4, name: str = "phase_retrieval") -> None:
-        self.n = _size("n", n)
+        self.n = integer("n", n)
         self.name = name
 
     @property
