@@ -968,7 +968,9 @@ def test_steps_follow_the_finite_difference_gradient_of_the_loss(
 def test_training_loops_print_nothing_even_with_progress(rng, capsys):
     import inspect
 
+    import nqf_lite.dynamics.training
     import nqf_lite.expansion.form
+    import nqf_lite.experiments.pair
     import nqf_lite.experiments.train
 
     model = random_model(rng, m=4, p=3)
@@ -977,5 +979,10 @@ def test_training_loops_print_nothing_even_with_progress(rng, capsys):
     model.train_closed(*moments(W), 4, np.zeros(4), 0.01, 5, progress=True)
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
-    for module in (nqf_lite.expansion.form, nqf_lite.experiments.train):
+    for module in (
+        nqf_lite.expansion.form,
+        nqf_lite.dynamics.training,
+        nqf_lite.experiments.train,
+        nqf_lite.experiments.pair,
+    ):
         assert "tqdm" not in inspect.getsource(module)

@@ -1,7 +1,7 @@
 """Tests of nqf_lite.experiments.ensemble: vmapped ensembles of networks and
 twins.
 
-The reference is :func:`nqf_lite.experiments.train.train_pair` (and
+The reference is :func:`nqf_lite.experiments.pair.train_pair` (and
 ``train_pair_online``), which trains one network and its twin as two ordinary
 torch modules, without vmap and with one optimizer each: every member of an
 ensemble must follow it to round-off.
@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from nqf_lite.expansion import models as ar
-from nqf_lite.experiments import train as tr
+from nqf_lite.experiments import pair as pr
 from nqf_lite.experiments.ensemble import (
     EnsembleHistory,
     log_ratio,
@@ -92,7 +92,7 @@ def test_every_member_follows_train_pair(name, opt):
     np.testing.assert_array_equal(h.step, [0, 4, 6])
     for j, net in enumerate(nets):
         ref = _clone(net)
-        pair = tr.train_pair(
+        pair = pr.train_pair(
             ref,
             ref.twin(),
             inputs[j],
@@ -146,7 +146,7 @@ def test_online_evaluation_accuracy_and_probe_follow_the_reference():
         np.testing.assert_array_equal(
             h.probe[j, 0], net.U.detach()[0, :2].numpy()
         )
-        pair = tr.train_pair_online(
+        pair = pr.train_pair_online(
             ref,
             ref.twin(),
             lambda t, gen, j=j: (batches[t][j], label[t][j]),

@@ -28,6 +28,7 @@ from nqf_lite.deep import higher_order as HO
 from nqf_lite.dynamics import momentum as MO
 from nqf_lite.dynamics import scaling as SC
 from nqf_lite.dynamics import solvable as S
+from nqf_lite.experiments import pair, teacher
 from nqf_lite.experiments import train as TR
 from nqf_lite.expansion.models import attention as AT
 from nqf_lite.expansion.models import blocks as BL
@@ -274,12 +275,12 @@ def _cases():
         ),
         (
             "teacher_map",
-            TR.teacher_map,
+            teacher.teacher_map,
             dict(D_in=5, V=4, s=(1.0, 0.5), seed=0),
         ),
         (
             "teacher_task",
-            TR.teacher_task,
+            teacher.teacher_task,
             dict(
                 arch="mlp",
                 sigma=0.01,

@@ -11,6 +11,7 @@ import torch
 
 from nqf_lite import expand
 from nqf_lite.expansion import models as ar
+from nqf_lite.experiments import pair, teacher
 from nqf_lite.experiments import train as tr
 
 DT = torch.float64
@@ -186,7 +187,7 @@ def test_mha_twin_closed_form_and_frozen_query_key():
             twin.K.detach().clone(),
             twin.W_V.detach().clone(),
         )
-        tr.train_pair(net, twin, (x, X), Y, optimizer=opt, lr=0.05, steps=3)
+        pair.train_pair(net, twin, (x, X), Y, optimizer=opt, lr=0.05, steps=3)
         assert torch.equal(twin.Q, Q0) and torch.equal(twin.K, K0)
         assert not torch.equal(twin.W_V, V0) and not torch.equal(net.Q, Q0)
 
@@ -213,7 +214,7 @@ def test_whitened_gaussian_is_exact():
 
 
 def test_teacher_map_singular_values():
-    T = tr.teacher_map(20, 8, seed=4)
+    T = teacher.teacher_map(20, 8, seed=4)
     assert T.shape == (8, 20)
     sv = np.linalg.svd(T, compute_uv=False)
     np.testing.assert_allclose(sv[:4], [1, 0.5, 0.25, 0.125], atol=1e-13)
@@ -240,12 +241,12 @@ def test_effective_inputs_are_whitened():
     np.testing.assert_allclose(xbar.T @ xbar / 40, np.eye(6), atol=1e-12)
 
 
-@pytest.mark.parametrize("arch", tr.ARCHITECTURES)
+@pytest.mark.parametrize("arch", teacher.ARCHITECTURES)
 def test_teacher_task_targets_are_reachable(arch):
-    net, X, Y = tr.teacher_task(arch, 0.01, m=30)
+    net, X, Y = teacher.teacher_task(arch, 0.01, m=30)
     assert Y.shape == (30, 8)
     twin = net.twin()
-    T = tr.teacher_map(20, 20 if arch == "qk" else 8, seed=2)
+    T = teacher.teacher_map(20, 20 if arch == "qk" else 8, seed=2)
     # put the teacher into the twin by hand: first layer = Q^T, readout = P
     # diag(s)
     with torch.no_grad():
@@ -287,7 +288,7 @@ def test_train_pair_records_and_first_gd_step():
     twin = net.twin()
     Y = torch.randn(5, 2, generator=_gen(1), dtype=DT)
     U0, V0 = twin.U.detach().numpy().copy(), twin.W_out.detach().numpy().copy()
-    h = tr.train_pair(
+    h = pair.train_pair(
         net, twin, X, Y, optimizer="gd", lr=0.1, steps=1, s=(1.0, 0.5)
     )
     Xn, Yn = X.numpy(), Y.numpy()
@@ -314,9 +315,9 @@ def test_train_pair_records_and_first_gd_step():
 def test_train_pair_is_deterministic_with_minibatches():
     outs = []
     for _ in range(2):
-        net, X, Y = tr.teacher_task("mlp", 0.05, m=40, seed=3)
+        net, X, Y = teacher.teacher_task("mlp", 0.05, m=40, seed=3)
         outs.append(
-            tr.train_pair(
+            pair.train_pair(
                 net,
                 net.twin(),
                 X,
@@ -343,11 +344,11 @@ def test_train_pair_online_and_test_accuracy():
         x = torch.randn(4, 3, generator=gen, dtype=DT)
         return x, torch.sign(x[:, :1])
 
-    h = tr.train_pair_online(
+    h = pair.train_pair_online(
         net, net.twin(), sample, (X, Y), lr=0.1, steps=4, record_every=2
     )
     assert h.step.tolist() == [0, 2, 4]
-    h2 = tr.train_pair(
+    h2 = pair.train_pair(
         net, net.twin(), X, Y, optimizer="adam", lr=0.01, steps=2, test=(X, Y)
     )
     assert h2.acc_net.shape == (3,) and np.all(
@@ -359,7 +360,7 @@ def test_divergence_is_reported():
     net, X = _small("mlp", sigma=1.0)
     Y = 100 * torch.ones(5, 2, dtype=DT)
     with pytest.raises(FloatingPointError, match="lr"):
-        tr.train_pair(net, net.twin(), X, Y, lr=1e3, steps=50)
+        pair.train_pair(net, net.twin(), X, Y, lr=1e3, steps=50)
 
 
 # -----------------------------------------------------------------------------
@@ -398,42 +399,42 @@ def test_bad_trainer_arguments():
     net, X = _small("mlp")
     Y = torch.zeros(5, 2, dtype=DT)
     with pytest.raises(ValueError, match="optimizer"):
-        tr.train_pair(net, net.twin(), X, Y, optimizer="rmsprop")
+        pair.train_pair(net, net.twin(), X, Y, optimizer="rmsprop")
     with pytest.raises(ValueError, match="lr"):
-        tr.train_pair(net, net.twin(), X, Y, lr=0.0)
+        pair.train_pair(net, net.twin(), X, Y, lr=0.0)
     with pytest.raises(ValueError, match="steps"):
-        tr.train_pair(net, net.twin(), X, Y, steps=0)
+        pair.train_pair(net, net.twin(), X, Y, steps=0)
     with pytest.raises(ValueError, match="batch"):
-        tr.train_pair(net, net.twin(), X, Y, batch=6)
+        pair.train_pair(net, net.twin(), X, Y, batch=6)
     with pytest.raises(ValueError, match="Y"):
-        tr.train_pair(net, net.twin(), X, torch.zeros(5, 3, dtype=DT))
+        pair.train_pair(net, net.twin(), X, torch.zeros(5, 3, dtype=DT))
     with pytest.raises(ValueError, match="s must"):
-        tr.train_pair(net, net.twin(), X, Y, s=(1.0, -1.0))
+        pair.train_pair(net, net.twin(), X, Y, s=(1.0, -1.0))
     other = ar.TanhMLP(3, 2, V=2, sigma=0.3, seed=2).twin()
     with pytest.raises(ValueError, match="identical weights"):
-        tr.train_pair(net, other, X, Y)
+        pair.train_pair(net, other, X, Y)
     with pytest.raises(TypeError, match="twin"):
-        tr.train_pair(net, net, X, Y)
+        pair.train_pair(net, net, X, Y)
     cnn, _ = _small("cnn")
     with pytest.raises(TypeError, match="twin"):
-        tr.train_pair(net, cnn.twin(), X, Y)
+        pair.train_pair(net, cnn.twin(), X, Y)
     with pytest.raises(TypeError, match="sample"):
-        tr.train_pair_online(net, net.twin(), "not callable", (X, Y))
+        pair.train_pair_online(net, net.twin(), "not callable", (X, Y))
 
 
 def test_bad_data_arguments():
     with pytest.raises(ValueError, match="m must exceed D"):
         ar.whitened_gaussian(3, 4)
     with pytest.raises(ValueError, match="s has 3 values"):
-        tr.teacher_map(2, 5, s=(1.0, 0.5, 0.2))
+        teacher.teacher_map(2, 5, s=(1.0, 0.5, 0.2))
     with pytest.raises(ValueError, match="positive"):
-        tr.teacher_map(4, 4, s=(1.0, 0.0))
+        teacher.teacher_map(4, 4, s=(1.0, 0.0))
     with pytest.raises(ValueError, match="arch"):
-        tr.teacher_task("rnn", 0.01)
+        teacher.teacher_task("rnn", 0.01)
 
 
 def test_pair_history_deviations():
-    h = tr.PairHistory(
+    h = pair.PairHistory(
         step=np.array([0, 1]),
         loss_net=np.array([1.0, 0.1]),
         loss_twin=np.array([1.0, 0.01]),
