@@ -11,6 +11,7 @@ import pytest
 from docutils import nodes
 
 import nqf_lite.book.claims as claims_module
+import nqf_lite.book.glue as glue_module
 from nqf_lite.book.claims import CLAIMS_DIR_ENV, ClaimFailed, Claims, glue
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,9 +234,9 @@ class _FakeShell:
 @pytest.fixture
 def shell(monkeypatch):
     fake = _FakeShell()
-    monkeypatch.setattr(claims_module, "_ipython", lambda: fake)
-    monkeypatch.setattr(claims_module, "_SHOWN", {})
-    monkeypatch.setattr(claims_module, "_PENDING", {})
+    monkeypatch.setattr(glue_module, "ipython", lambda: fake)
+    monkeypatch.setattr(glue_module, "_SHOWN", {})
+    monkeypatch.setattr(glue_module, "_PENDING", {})
     return fake
 
 
@@ -268,7 +269,7 @@ def test_a_shell_started_between_two_checks_does_not_hide_a_duplicate(
     shells = iter(
         [None]
     )  # the first look sees no shell, every later one sees `fake`
-    monkeypatch.setattr(claims_module, "_ipython", lambda: next(shells, fake))
+    monkeypatch.setattr(glue_module, "ipython", lambda: next(shells, fake))
     c = Claims("06_p")
     c.check("k", "s", 1.0, at_most=2.0)
     with pytest.raises(ValueError, match="twice"):
