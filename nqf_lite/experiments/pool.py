@@ -154,7 +154,9 @@ def run_jobs(
         this process may use. Never more workers than jobs.
     backend : {"thread", "process", "serial"}
         Threads suit numpy and torch work (both release the GIL in their
-        loops); processes suit pure-Python work (``fn`` and the arguments must
+        loops), but not code that keeps global state: ``torch.func``
+        transforms (``jvp``, forward-mode AD), ``warnings.catch_warnings``;
+        processes suit pure-Python work (``fn`` and the arguments must
         pickle); "serial" runs the jobs one after the other here.
     stream : tuple of str or int, optional
         A seed stream of :mod:`nqf_lite.book.seeding`: each job then receives
