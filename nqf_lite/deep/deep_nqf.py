@@ -22,10 +22,11 @@ matrix),
 
 .. math::
 
-    \\nabla_{W^{(l)}}L = \\frac{\\partial L}{\\partial\\mu^{(l)}}\\mathbf
-    1^\\top
-                      + \\big(G^{(l)} + G^{(l)\\top}\\big)W^{(l)}
-                      = v^{(l)}\\mathbf 1^\\top + H^{(l)}W^{(l)}   \\quad\\text{(Eq. 230)},
+    \\nabla_{W^{(l)}}L
+        = \\frac{\\partial L}{\\partial\\mu^{(l)}}\\mathbf 1^\\top
+        + \\big(G^{(l)} + G^{(l)\\top}\\big)W^{(l)}
+        = v^{(l)}\\mathbf 1^\\top + H^{(l)}W^{(l)}
+        \\quad\\text{(Eq. 230)},
 
 because ``d mu / d W = 1^T`` and ``dM = dW W^T + W dW^T``.  For the structure
 of Eq. 219 (``A``, ``B`` symmetric) ``dL/dmu = sum_x sum_k (dL/dh_k)(g_k + 2
@@ -127,7 +128,8 @@ class LayerStructure(NamedTuple):
 def _real_dtype(name: str, value: torch.Tensor) -> None:
     if value.is_complex() or value.dtype == torch.bool:
         raise TypeError(
-            f"{name} must be a real numeric array or tensor, got dtype {value.dtype}"
+            f"{name} must be a real numeric array or tensor, got dtype "
+            f"{value.dtype}"
         )
 
 
@@ -143,7 +145,8 @@ def _tensor(name: str, value: object, ndim_min: int = 0) -> torch.Tensor:
         t = torch.as_tensor(as_array(name, value))
     if t.ndim < ndim_min:
         raise ValueError(
-            f"{name} must have at least {ndim_min} axes, got shape {tuple(t.shape)}"
+            f"{name} must have at least {ndim_min} axes, got shape "
+            f"{tuple(t.shape)}"
         )
     return t
 
@@ -155,7 +158,8 @@ def _param(name: str, value: object, ndim_min: int) -> torch.Tensor:
         _real_dtype(name, value)
         if value.ndim < ndim_min:
             raise ValueError(
-                f"{name} must have at least {ndim_min} axes, got shape {tuple(value.shape)}"
+                f"{name} must have at least {ndim_min} axes, got shape "
+                f"{tuple(value.shape)}"
             )
         return value
     return _tensor(name, value, ndim_min)
@@ -171,7 +175,8 @@ def _real(name: str, value: object) -> float:
         value, (int, float, np.integer, np.floating)
     ):
         raise TypeError(
-            f"{name} must be a real number, got {type(value).__name__} {value!r}"
+            f"{name} must be a real number, got {type(value).__name__} "
+            f"{value!r}"
         )
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
@@ -210,7 +215,8 @@ class Layer:
         input, a general structure function).
         """
         raise TypeError(
-            f"{type(self).__name__} is not linear in its input: it has no end-to-end matrix"
+            f"{type(self).__name__} is not linear in its input: it has no "
+            "end-to-end matrix"
         )
 
     def forward(
@@ -248,7 +254,8 @@ class FunctionLayer(Layer):
     ) -> None:
         if not callable(structure_fn):
             raise TypeError(
-                f"structure_fn must be callable, got {type(structure_fn).__name__}"
+                "structure_fn must be callable, got "
+                f"{type(structure_fn).__name__}"
             )
         self._fn = structure_fn
         self.p, self.n_in, self.n_out = (
@@ -261,7 +268,8 @@ class FunctionLayer(Layer):
         out = self._fn(h)
         if not isinstance(out, tuple) or len(out) != 4:
             raise TypeError(
-                f"structure_fn must return a tuple (C, g, B, A), got {type(out).__name__}"
+                "structure_fn must return a tuple (C, g, B, A), got "
+                f"{type(out).__name__}"
             )
         C, g, B, A = out
         lead = tuple(h.shape[:-1])
@@ -278,11 +286,13 @@ class FunctionLayer(Layer):
                 )
             if val is not None and not isinstance(val, torch.Tensor):
                 raise TypeError(
-                    f"structure_fn must return torch tensors, got {name} of type {type(val).__name__}"
+                    f"structure_fn must return torch tensors, got {name} of "
+                    f"type {type(val).__name__}"
                 )
             if val is not None and tuple(val.shape) != shape:
                 raise ValueError(
-                    f"structure_fn returned {name} of shape {tuple(val.shape)}, expected {shape}"
+                    f"structure_fn returned {name} of shape "
+                    f"{tuple(val.shape)}, expected {shape}"
                 )
         return LayerStructure(C, g, B, A)
 
@@ -332,7 +342,8 @@ class MLPLayer(Layer):
         i])``, ``T = V U`` (without ``act``)."""
         if self.act is not None:
             raise TypeError(
-                "this MLPLayer applies act to its input: it is not linear, so it has no end-to-end matrix"
+                "this MLPLayer applies act to its input: it is not linear, "
+                "so it has no end-to-end matrix"
             )
         return self.slope * M[..., : self.n_in, self.n_in :].transpose(-1, -2)
 
@@ -418,7 +429,8 @@ class LinearLayer(Layer):
         (without ``act``)."""
         if self.act is not None:
             raise TypeError(
-                "this LinearLayer applies act to its input: it is not linear, so it has no end-to-end matrix"
+                "this LinearLayer applies act to its input: it is not "
+                "linear, so it has no end-to-end matrix"
             )
         return mu.reshape(mu.shape[:-1] + (self.n_in, self.n_out)).transpose(
             -1, -2
@@ -483,7 +495,8 @@ class AttentionLayer(Layer):
         ``h`` (..., n, N * d_in)."""
         if h.shape[-1] != self.n_in:
             raise ValueError(
-                f"h must have shape (..., n, {self.n_in}) ({self.n_tokens} tokens of {self.d_in}), "
+                f"h must have shape (..., n, {self.n_in}) ({self.n_tokens} "
+                f"tokens of {self.d_in}), "
                 f"got {tuple(h.shape)}"
             )
         return h.reshape(h.shape[:-1] + (self.n_tokens, self.d_in)).mean(-2)
@@ -585,7 +598,8 @@ def _list(name: str, seq: object) -> list:
         seq, (str, bytes, torch.Tensor, np.ndarray)
     ) or not isinstance(seq, Sequence):
         raise TypeError(
-            f"{name} must be a list with one tensor per layer, got {type(seq).__name__}"
+            f"{name} must be a list with one tensor per layer, got "
+            f"{type(seq).__name__}"
         )
     return list(seq)
 
@@ -620,7 +634,8 @@ class DeepNQF:
                 )
             if l and layer.n_in != layers[l - 1].n_out:
                 raise ValueError(
-                    f"layers[{l}].n_in = {layer.n_in} does not match layers[{l - 1}].n_out = {layers[l - 1].n_out}"
+                    f"layers[{l}].n_in = {layer.n_in} does not match "
+                    f"layers[{l - 1}].n_out = {layers[l - 1].n_out}"
                 )
         self.layers = layers
         self.L = len(layers)
@@ -630,7 +645,10 @@ class DeepNQF:
             [str(self.layers[0].n_in)]
             + [str(layer.n_out) for layer in self.layers]
         )
-        return f"DeepNQF(L={self.L}, D: {dims}, p={[layer.p for layer in self.layers]})"
+        return (
+            f"DeepNQF(L={self.L}, D: {dims}, "
+            f"p={[layer.p for layer in self.layers]})"
+        )
 
     # ------------------------------------------------------------ constructors
     @classmethod
@@ -668,7 +686,8 @@ class DeepNQF:
         ]
         if len(dims) < 2:
             raise ValueError(
-                f"dims must hold the input size and at least one layer size, got {dims}"
+                "dims must hold the input size and at least one layer "
+                f"size, got {dims}"
             )
         if act is not None and not callable(act):
             raise TypeError(
@@ -705,7 +724,8 @@ class DeepNQF:
         for l in range(1, len(Ws)):
             if Ws[l].shape[-1] != Ws[l - 1].shape[-2]:
                 raise ValueError(
-                    f"Ws[{l}] has {Ws[l].shape[-1]} columns but Ws[{l - 1}] has {Ws[l - 1].shape[-2]} rows"
+                    f"Ws[{l}] has {Ws[l].shape[-1]} columns but Ws[{l - 1}] "
+                    f"has {Ws[l - 1].shape[-2]} rows"
                 )
         out = [
             torch.cat([U.transpose(-1, -2), V], dim=-2)
@@ -723,7 +743,8 @@ class DeepNQF:
         x = _tensor("x", x, ndim_min=2)
         if x.shape[-1] != self.layers[0].n_in:
             raise ValueError(
-                f"x must have shape (..., n, {self.layers[0].n_in}), got {tuple(x.shape)}"
+                f"x must have shape (..., n, {self.layers[0].n_in}), got "
+                f"{tuple(x.shape)}"
             )
         if x.shape[-2] == 0:
             raise ValueError(
@@ -738,7 +759,8 @@ class DeepNQF:
             y = y.unsqueeze(-1)
         if tuple(y.shape) != want:
             raise ValueError(
-                f"y must have shape {want} (one target per input and output), got {tuple(y.shape)}"
+                f"y must have shape {want} (one target per input and "
+                f"output), got {tuple(y.shape)}"
             )
         return y
 
@@ -753,13 +775,15 @@ class DeepNQF:
             w = _tensor("weights", weights)
         except ValueError as exc:
             raise ValueError(
-                f"{exc} (give unobserved entries the weight 0 and any finite target)"
+                f"{exc} (give unobserved entries the weight 0 and any "
+                "finite target)"
             ) from exc
         try:
             w = torch.broadcast_to(w, y.shape)
         except RuntimeError as exc:
             raise ValueError(
-                f"weights must broadcast to y's shape {tuple(y.shape)}, got {tuple(w.shape)}"
+                f"weights must broadcast to y's shape {tuple(y.shape)}, got "
+                f"{tuple(w.shape)}"
             ) from exc
         if torch.any(w < 0):
             raise ValueError(
@@ -767,7 +791,8 @@ class DeepNQF:
             )
         if not torch.any(w > 0):
             raise ValueError(
-                "weights are all zero: the loss would be identically 0 (no observed entry)"
+                "weights are all zero: the loss would be identically 0 (no "
+                "observed entry)"
             )
         return w
 
@@ -787,7 +812,8 @@ class DeepNQF:
         for name, seq in (("Ms", Ms), ("mus", mus)):
             if len(seq) != self.L:
                 raise ValueError(
-                    f"{name} must hold one entry per layer ({self.L}), got {len(seq)}"
+                    f"{name} must hold one entry per layer ({self.L}), got "
+                    f"{len(seq)}"
                 )
         widths = None if widths is None else self._widths(widths)
         out_M, out_mu = [], []
@@ -798,11 +824,13 @@ class DeepNQF:
             )
             if tuple(M.shape[-2:]) != (layer.p, layer.p):
                 raise ValueError(
-                    f"Ms[{l}] must have shape (..., {layer.p}, {layer.p}), got {tuple(M.shape)}"
+                    f"Ms[{l}] must have shape (..., {layer.p}, {layer.p}), "
+                    f"got {tuple(M.shape)}"
                 )
             if mu.shape[-1] != layer.p:
                 raise ValueError(
-                    f"mus[{l}] must have shape (..., {layer.p}), got {tuple(mu.shape)}"
+                    f"mus[{l}] must have shape (..., {layer.p}), got "
+                    f"{tuple(mu.shape)}"
                 )
             if (
                 not M.requires_grad
@@ -818,14 +846,16 @@ class DeepNQF:
         Ws = _list("Ws", Ws)
         if len(Ws) != self.L:
             raise ValueError(
-                f"Ws must hold one weight matrix per layer ({self.L}), got {len(Ws)}"
+                f"Ws must hold one weight matrix per layer ({self.L}), got "
+                f"{len(Ws)}"
             )
         out = []
         for l, (W, layer) in enumerate(zip(Ws, self.layers)):
             W = _param(f"Ws[{l}]", W, 2)
             if W.shape[-2] != layer.p or W.shape[-1] < 1:
                 raise ValueError(
-                    f"Ws[{l}] must have shape (..., p={layer.p}, d) with d >= 1, got {tuple(W.shape)}"
+                    f"Ws[{l}] must have shape (..., p={layer.p}, d) with d "
+                    f">= 1, got {tuple(W.shape)}"
                 )
             out.append(W)
         return out
@@ -836,7 +866,8 @@ class DeepNQF:
         ):
             if len(lr) != self.L:
                 raise ValueError(
-                    f"lr must be a number or one learning rate per layer ({self.L}), got {len(lr)}"
+                    "lr must be a number or one learning rate per layer "
+                    f"({self.L}), got {len(lr)}"
                 )
             return [positive(f"lr[{l}]", v) for l, v in enumerate(lr)]
         return [positive("lr", lr)] * self.L
@@ -1155,7 +1186,8 @@ class DeepNQF:
         widths = _list("widths", widths)
         if len(widths) != self.L:
             raise ValueError(
-                f"widths must hold one width per layer ({self.L}), got {len(widths)}"
+                f"widths must hold one width per layer ({self.L}), got "
+                f"{len(widths)}"
             )
         return [width(f"widths[{l}]", d) for l, d in enumerate(widths)]
 
@@ -1175,7 +1207,8 @@ class DeepNQF:
         batches = _list("batches", batches)
         if len(batches) != steps:
             raise ValueError(
-                f"batches must hold one index array per step ({steps}), got {len(batches)}"
+                f"batches must hold one index array per step ({steps}), got "
+                f"{len(batches)}"
             )
         out = []
         for t, b in enumerate(batches):
@@ -1186,11 +1219,13 @@ class DeepNQF:
                 or b.dtype not in (torch.int64, torch.int32)
             ):
                 raise ValueError(
-                    f"batches[{t}] must be a non-empty 1-D integer index array, got {b.dtype} {tuple(b.shape)}"
+                    f"batches[{t}] must be a non-empty 1-D integer index "
+                    f"array, got {b.dtype} {tuple(b.shape)}"
                 )
             if b.min() < 0 or b.max() >= n:
                 raise ValueError(
-                    f"batches[{t}] indices must lie in [0, {n}), got [{int(b.min())}, {int(b.max())}]"
+                    f"batches[{t}] indices must lie in [0, {n}), got "
+                    f"[{int(b.min())}, {int(b.max())}]"
                 )
             out.append(b.long())
         return x, y, w, steps, out
@@ -1211,14 +1246,16 @@ def _order_parameter(name: str, M: torch.Tensor) -> torch.Tensor:
     asym = float((M - M.transpose(-1, -2)).abs().max()) if M.numel() else 0.0
     if asym > SYM_RTOL * scale:
         raise ValueError(
-            f"{name} must be symmetric (max |M - M^T| = {asym:.3g}); it is M = W W^T of a layer"
+            f"{name} must be symmetric (max |M - M^T| = {asym:.3g}); it is "
+            "M = W W^T of a layer"
         )
     M = 0.5 * (M + M.transpose(-1, -2))
     if M.numel():
         lam = torch.linalg.eigvalsh(M)[..., 0].min()
         if lam < -REALIZABLE_RTOL * scale:
             raise ValueError(
-                f"{name} must be positive semi-definite (M = W W^T), but has eigenvalue {float(lam):.3g}"
+                f"{name} must be positive semi-definite (M = W W^T), but "
+                f"has eigenvalue {float(lam):.3g}"
             )
     return M
 
@@ -1247,7 +1284,8 @@ def _finite(X: torch.Tensor, lr: float) -> torch.Tensor:
         and torch.isfinite((X.detach() ** 2).sum())
     ):
         raise FloatingPointError(
-            f"training diverged (non-finite values) at lr = {lr:g}: lower the learning rate"
+            f"training diverged (non-finite values) at lr = {lr:g}: lower "
+            "the learning rate"
         )
     return X
 
@@ -1282,7 +1320,8 @@ def realize_deep(
     )
     if not len(Ms) == len(mus) == len(widths):
         raise ValueError(
-            f"Ms, mus and widths must have one entry per layer, got {len(Ms)}, {len(mus)}, {len(widths)}"
+            "Ms, mus and widths must have one entry per layer, got "
+            f"{len(Ms)}, {len(mus)}, {len(widths)}"
         )
     gen = generator("rng", rng)
     out = []
@@ -1383,18 +1422,21 @@ def compress_deep(
     bases = _list("bases", bases)
     if len(bases) != model.L:
         raise ValueError(
-            f"bases must hold one basis per layer ({model.L}), got {len(bases)}"
+            f"bases must hold one basis per layer ({model.L}), got "
+            f"{len(bases)}"
         )
     layers, Ms_small, mus_small, widths, lrs_small = [], [], [], [], []
     for l, (layer, W, V, a) in enumerate(zip(model.layers, Ws, bases, lrs)):
         V = _tensor(f"bases[{l}]", V, ndim_min=2)
         if W.ndim != 2:
             raise ValueError(
-                f"Ws[{l}] must be a single (p, d) matrix for compression, got {tuple(W.shape)}"
+                f"Ws[{l}] must be a single (p, d) matrix for compression, "
+                f"got {tuple(W.shape)}"
             )
         if V.ndim != 2 or V.shape[0] != layer.p:
             raise ValueError(
-                f"bases[{l}] must have shape ({layer.p}, k), got {tuple(V.shape)}"
+                f"bases[{l}] must have shape ({layer.p}, k), got "
+                f"{tuple(V.shape)}"
             )
         if not torch.allclose(
             V.T @ V, torch.eye(V.shape[1], dtype=DTYPE), atol=1e-10
@@ -1403,7 +1445,8 @@ def compress_deep(
         d, d_small = W.shape[1], V.shape[1] + 1
         if d <= d_small:
             raise ValueError(
-                f"layer {l}: width d = {d} is not larger than k + 1 = {d_small}: nothing to compress"
+                f"layer {l}: width d = {d} is not larger than k + 1 = "
+                f"{d_small}: nothing to compress"
             )
         P = V @ V.T
         W = W.detach()

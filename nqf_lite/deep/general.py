@@ -159,7 +159,8 @@ def _stack_inputs(
     x, y = _as_tensor("x", x), _as_tensor("y", y)
     if x.ndim != 2 or x.shape[1] != model.layers[0].n_in:
         raise ValueError(
-            f"x must have shape (n, {model.layers[0].n_in}), got {tuple(x.shape)}"
+            f"x must have shape (n, {model.layers[0].n_in}), got "
+            f"{tuple(x.shape)}"
         )
     n_out = model.layers[-1].n_out
     if y.ndim == 1 and n_out == 1:
@@ -172,11 +173,13 @@ def _stack_inputs(
     for l, layer in enumerate(model.layers):
         if tuple(Ms[l].shape) != (layer.p, layer.p):
             raise ValueError(
-                f"Ms[{l}] must have shape ({layer.p}, {layer.p}), got {tuple(Ms[l].shape)}"
+                f"Ms[{l}] must have shape ({layer.p}, {layer.p}), got "
+                f"{tuple(Ms[l].shape)}"
             )
         if tuple(mus[l].shape) != (layer.p,):
             raise ValueError(
-                f"mus[{l}] must have shape ({layer.p},), got {tuple(mus[l].shape)}"
+                f"mus[{l}] must have shape ({layer.p},), got "
+                f"{tuple(mus[l].shape)}"
             )
     return model, x, y, Ms, mus
 
@@ -192,7 +195,8 @@ def _as_tensor(name: str, value: object) -> torch.Tensor:
         )
     except (TypeError, ValueError) as exc:
         raise TypeError(
-            f"{name} must be a real numeric array or tensor, got {type(value).__name__}"
+            f"{name} must be a real numeric array or tensor, got "
+            f"{type(value).__name__}"
         ) from exc
     if not torch.all(torch.isfinite(t)):
         raise ValueError(f"{name} contains NaN or inf")
@@ -204,7 +208,8 @@ def _per_layer(name: str, seq: object, L: int) -> list[torch.Tensor]:
         seq, (str, bytes, torch.Tensor, np.ndarray)
     ) or not isinstance(seq, Sequence):
         raise TypeError(
-            f"{name} must be a list with one entry per layer, got {type(seq).__name__}"
+            f"{name} must be a list with one entry per layer, got "
+            f"{type(seq).__name__}"
         )
     if len(seq) != L:
         raise ValueError(

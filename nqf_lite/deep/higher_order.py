@@ -142,8 +142,10 @@ def _budget(what: str, n_entries: int, max_bytes: int) -> None:
     need = 8 * n_entries
     if need > max_bytes:
         raise ValueError(
-            f"{what} has {n_entries:,} float64 entries and would need {need / 2**20:,.1f} MiB, "
-            f"more than max_bytes = {max_bytes / 2**20:,.1f} MiB; lower the order or the width, "
+            f"{what} has {n_entries:,} float64 entries and would need "
+            f"{need / 2**20:,.1f} MiB, "
+            f"more than max_bytes = {max_bytes / 2**20:,.1f} MiB; lower the "
+            "order or the width, "
             "or raise max_bytes"
         )
 
@@ -188,7 +190,8 @@ def _call(f: Module, W: torch.Tensor, x: Any) -> torch.Tensor:
         )
     if out.ndim != 0:
         raise ValueError(
-            f"f(W, x) must return a scalar (0-d tensor), got shape {tuple(out.shape)}"
+            "f(W, x) must return a scalar (0-d tensor), got shape "
+            f"{tuple(out.shape)}"
         )
     return out.to(torch.float64)
 
@@ -268,7 +271,8 @@ class SymmetricExpansion:
         K = self.order if order is None else integer("order", order, minimum=0)
         if K > self.order:
             raise ValueError(
-                f"order must be <= {self.order}, the order this expansion was taken to, got {K}"
+                f"order must be <= {self.order}, the order this expansion "
+                f"was taken to, got {K}"
             )
         return self.f0 + sum(self.term(W, k) for k in range(1, K + 1))
 
@@ -288,7 +292,8 @@ class SymmetricExpansion:
         W = as_array("W", W, ndim=2)
         if W.shape != (self.p, self.d):
             raise ValueError(
-                f"W must have shape (p, d) = ({self.p}, {self.d}), got {W.shape}"
+                f"W must have shape (p, d) = ({self.p}, {self.d}), got "
+                f"{W.shape}"
             )
         return W
 
@@ -377,8 +382,10 @@ def theorem13(
         D = _derivative(F, m_max * p, k).reshape((m_max, p) * k).numpy()
         if not np.all(np.isfinite(D)):
             raise NotSmoothError(
-                f"the order-{k} derivative of f at W = 0 is not finite (e.g. 0/0 in a "
-                "normalisation without epsilon); Theorem 13 needs a module that is smooth at the origin"
+                f"the order-{k} derivative of f at W = 0 is not finite "
+                "(e.g. 0/0 in a "
+                "normalisation without epsilon); Theorem 13 needs a module "
+                "that is smooth at the origin"
             )
         for lam in partitions(k):
             if len(lam) > d:
@@ -434,7 +441,8 @@ def gd_train(
     """
     if not callable(predict):
         raise TypeError(
-            f"predict must be callable as predict(W), got {type(predict).__name__}"
+            "predict must be callable as predict(W), got "
+            f"{type(predict).__name__}"
         )
     W = torch.tensor(as_array("W0", W0), requires_grad=True)
     if W.ndim == 0 or W.numel() == 0:
@@ -453,7 +461,8 @@ def gd_train(
         out = predict(W)
         if out.shape[-1:] != yt.shape:
             raise ValueError(
-                f"predict(W) must return shape (..., {yt.shape[0]}) like y, got {tuple(out.shape)}"
+                f"predict(W) must return shape (..., {yt.shape[0]}) like y, "
+                f"got {tuple(out.shape)}"
             )
         loss = ((out - yt) ** 2).mean(dim=-1)
         if s % every == 0:
@@ -463,7 +472,8 @@ def gd_train(
                 loss
             ).all():  # the final weights, recorded or not
                 raise FloatingPointError(
-                    "gradient descent diverged (non-finite loss) at the last step; lower lr"
+                    "gradient descent diverged (non-finite loss) at the "
+                    "last step; lower lr"
                 )
             break
         (grad,) = torch.autograd.grad(loss.sum(), W)
@@ -510,7 +520,8 @@ class NeuralForm:
             T, (str, bytes, np.ndarray, torch.Tensor)
         ) or not isinstance(T, Sequence):
             raise TypeError(
-                f"T must be a list of tensors T[k-1] of shape (m,) + (p,)*k, got {type(T).__name__}"
+                "T must be a list of tensors T[k-1] of shape (m,) + "
+                f"(p,)*k, got {type(T).__name__}"
             )
         if len(T) == 0:
             raise ValueError("T must hold at least the order-1 tensors")
@@ -521,7 +532,8 @@ class NeuralForm:
             p = Tk.shape[1]
             if Tk.shape != (m,) + (p,) * k:
                 raise ValueError(
-                    f"T[{k - 1}] must have shape (m,) + (p,)*{k} = {(m,) + (p,) * k}, got {Tk.shape}"
+                    f"T[{k - 1}] must have shape (m,) + (p,)*{k} = "
+                    f"{(m,) + (p,) * k}, got {Tk.shape}"
                 )
             Ts.append(Tk)
         if len({Tk.shape[1] for Tk in Ts}) != 1:
@@ -597,8 +609,10 @@ class NeuralForm:
         )
         if first.cross_size() > ADDITIVE_RTOL * scale:
             raise ValueError(
-                f"NeuralForm needs an additive module f = sum_i phi(w_i; x): its cross-neuron "
-                f"tensors of Eq. 200 must vanish, but max |T_lambda| over partitions with >= 2 "
+                "NeuralForm needs an additive module f = sum_i phi(w_i; "
+                "x): its cross-neuron "
+                "tensors of Eq. 200 must vanish, but max |T_lambda| over "
+                "partitions with >= 2 "
                 f"parts is {first.cross_size():.3g} at xs[0]"
             )
         f0 = np.empty(len(xs))
@@ -630,7 +644,8 @@ class NeuralForm:
         """
         if W.ndim < 2 or W.shape[-2] != self.p:
             raise ValueError(
-                f"W must have shape (..., p, d) with p = {self.p}, got {tuple(W.shape)}"
+                f"W must have shape (..., p, d) with p = {self.p}, got "
+                f"{tuple(W.shape)}"
             )
         batch = W.shape[:-2]
         Wb = W.reshape(-1, *W.shape[-2:])  # members on one axis "b"
@@ -658,6 +673,7 @@ class NeuralForm:
         W0 = as_array("W0", W0)
         if W0.ndim < 2 or W0.shape[-2] != self.p:
             raise ValueError(
-                f"W0 must have shape (..., p, d) with p = {self.p}, got {W0.shape}"
+                f"W0 must have shape (..., p, d) with p = {self.p}, got "
+                f"{W0.shape}"
             )
         return gd_train(self.predict_torch, W0, y, lr, n_steps, every=every)

@@ -93,7 +93,8 @@ def gd_growth_rate(r: object, lr: float) -> np.ndarray:
     lr = positive("lr", lr)
     if np.any(1.0 + 0.5 * lr * r <= 0):
         raise ValueError(
-            f"lr * r / 2 must be > -1 for every mode (lr = {lr:g}, min r = {r.min():.3g})"
+            f"lr * r / 2 must be > -1 for every mode (lr = {lr:g}, min r = "
+            f"{r.min():.3g})"
         )
     return ((2.0 / lr) * np.log1p(0.5 * lr * r))[()]
 
@@ -193,18 +194,21 @@ def gd_switch_on_time(
         r, c = np.broadcast_arrays(r, c)
     except ValueError as exc:
         raise ValueError(
-            f"r and C must broadcast together, got shapes {r.shape} and {c.shape}"
+            f"r and C must broadcast together, got shapes {r.shape} and "
+            f"{c.shape}"
         ) from exc
     lr = positive("lr", lr)
     e = positive("eps", eps) if d is None else geometric_mean_abundance(eps, d)
     grow = (r > 0) & (c > 0)
     if np.any(grow & (0.5 * lr * r >= 1.0)):
         raise ValueError(
-            f"lr * r / 2 must be < 1 for every growing mode (lr = {lr:g}, max r = {r.max():.3g})"
+            f"lr * r / 2 must be < 1 for every growing mode (lr = {lr:g}, "
+            f"max r = {r.max():.3g})"
         )
     if np.any(grow & (e >= 0.5 * r / np.where(grow, c, 1.0))):
         raise ValueError(
-            f"the initial abundance {e:.3g} is not below half saturation r_k/(2 C_kk) for every mode"
+            f"the initial abundance {e:.3g} is not below half saturation "
+            "r_k/(2 C_kk) for every mode"
         )
     out = np.full(r.shape, np.inf)
     r_gd = gd_growth_rate(r[grow], lr)
@@ -259,7 +263,8 @@ def gd_half_time_from(
         r, c, z0 = np.broadcast_arrays(r, c, z0)
     except ValueError as exc:
         raise ValueError(
-            f"r, C and z0 must broadcast together, got shapes {r.shape}, {c.shape} and {z0.shape}"
+            f"r, C and z0 must broadcast together, got shapes {r.shape}, "
+            f"{c.shape} and {z0.shape}"
         ) from exc
     lr = positive("lr", lr)
     if not isinstance(lead, (bool, np.bool_)):

@@ -220,8 +220,10 @@ class LearningForecast:
 
     def __str__(self) -> str:
         head = (
-            f"LearningForecast: {int(self.switches_on.sum())} of {self.rates.size} modes switch on; "
-            f"lr = {self.lr:.3g} (stable below {self.lr_max:.3g}); commuting error {self.commuting_error:.2g}, "
+            f"LearningForecast: {int(self.switches_on.sum())} of "
+            f"{self.rates.size} modes switch on; "
+            f"lr = {self.lr:.3g} (stable below {self.lr_max:.3g}); "
+            f"commuting error {self.commuting_error:.2g}, "
             f"coupling {self.coupling:.2g}"
         )
         rows = [
@@ -229,13 +231,15 @@ class LearningForecast:
         ]
         for j, k in enumerate(self.order):
             rows.append(
-                f"  {k:4d}  {self.rates[k]:10.4g}  {self.z0[k]:9.3g}  {self.switch_on_steps[k]:15.4g}  "
+                f"  {k:4d}  {self.rates[k]:10.4g}  {self.z0[k]:9.3g}  "
+                f"{self.switch_on_steps[k]:15.4g}  "
                 f"{self.plateaus[j + 1]:11.4g}"
             )
         never = np.flatnonzero(~self.switches_on)
         if never.size:
             rows.append(
-                f"  never switch on (r_k <= 0 up to round-off, or z_k(0) = 0): modes {never.tolist()}"
+                "  never switch on (r_k <= 0 up to round-off, or z_k(0) = "
+                f"0): modes {never.tolist()}"
             )
         return "\n".join(
             [head, f"  loss at the start {self.plateaus[0]:.4g}"] + rows
@@ -290,7 +294,8 @@ def _labels(y: object, lead: tuple[int, ...]) -> np.ndarray:
     arr = as_array("y", y)
     if arr.shape != lead:
         raise ValueError(
-            f"y must have shape {lead} (one label per input{' and output' if len(lead) > 1 else ''}), "
+            f"y must have shape {lead} (one label per "
+            f"input{' and output' if len(lead) > 1 else ''}), "
             f"got {arr.shape}"
         )
     return arr
@@ -319,7 +324,8 @@ def _structure_matrices(f: Any, xs: Any, p: Any, d: Any, units: Any) -> NQF:
         for name, value in (("xs", xs), ("p", p), ("d", d), ("units", units)):
             if value is not None:
                 raise ValueError(
-                    f"{name} must be left out when f is an NQF: it already holds the data"
+                    f"{name} must be left out when f is an NQF: it already "
+                    "holds the data"
                 )
         return f
     from nqf_lite.expansion.models.base import (
@@ -330,16 +336,19 @@ def _structure_matrices(f: Any, xs: Any, p: Any, d: Any, units: Any) -> NQF:
         for name, value in (("d", d), ("units", units)):
             if value is not None:
                 raise ValueError(
-                    f"{name} must be left out for a registry model, which has its own layout"
+                    f"{name} must be left out for a registry model, which "
+                    "has its own layout"
                 )
         if p is not None and p != f.p:
             raise ValueError(
-                f"p = {p!r} does not match the model {f.name!r}, which has p = {f.p}"
+                f"p = {p!r} does not match the model {f.name!r}, which has "
+                f"p = {f.p}"
             )
         nqf = f.twin(list(_inputs(xs)))
         if not isinstance(nqf, NQF):
             raise TypeError(
-                f"the model's twin(xs) must return an NQF, got {type(nqf).__name__}"
+                "the model's twin(xs) must return an NQF, got "
+                f"{type(nqf).__name__}"
             )
         return nqf
     return expand_dataset(f, _inputs(xs), p, d, units=units)
@@ -415,13 +424,15 @@ def _initial_abundances(
     pp = P.shape[0]
     if (eps is None) == (W0 is None):
         raise TypeError(
-            "give the initial condition once: eps (one number, or one per mode) or W0 (the initial weights, (p, d))"
+            "give the initial condition once: eps (one number, or one per "
+            "mode) or W0 (the initial weights, (p, d))"
         )
     if W0 is not None:
         W0 = as_array("W0", W0, ndim=2)
         if W0.shape[0] != pp or W0.shape[1] == 0:
             raise ValueError(
-                f"W0 must have shape (p={pp}, d) with d >= 1 (neurons as columns), got {W0.shape}"
+                f"W0 must have shape (p={pp}, d) with d >= 1 (neurons as "
+                f"columns), got {W0.shape}"
             )
         return None, ((P.T @ W0) ** 2).sum(axis=1), "W0"
     if np.ndim(eps) == 0:
@@ -430,11 +441,13 @@ def _initial_abundances(
     z0 = as_array("eps", eps, ndim=1)
     if z0.shape != (pp,):
         raise ValueError(
-            f"eps must be one number or one value per mode, shape ({pp},), got {z0.shape}"
+            f"eps must be one number or one value per mode, shape ({pp},), "
+            f"got {z0.shape}"
         )
     if np.any(z0 < 0):
         raise ValueError(
-            f"eps must be >= 0 for every mode (an abundance p_k^T M p_k), got min {z0.min():.3g}"
+            "eps must be >= 0 for every mode (an abundance p_k^T M p_k), "
+            f"got min {z0.min():.3g}"
         )
     return None, z0, "eps"
 
@@ -673,7 +686,8 @@ def predict_learning(
     lr = positive("lr", lr)
     if not (isinstance(f, NQF) or callable(f) or hasattr(f, "twin")):
         raise TypeError(
-            f"f must be callable as f(W, x), a torch module, a registry model or an NQF, got {type(f).__name__}"
+            "f must be callable as f(W, x), a torch module, a registry "
+            f"model or an NQF, got {type(f).__name__}"
         )
     nqf = _structure_matrices(f, xs, p, d, units)
     lead = nqf._lead
@@ -726,12 +740,14 @@ def predict_learning(
     grow = _growing(r, c)
     if not np.any(grow):
         raise ValueError(
-            "no mode has a positive growth rate r_k: the layer cannot fit y from a small init"
+            "no mode has a positive growth rate r_k: the layer cannot fit y "
+            "from a small init"
         )
     on = grow & (z0 > 0)
     if not np.any(on):
         raise ValueError(
-            f"no growing mode starts with z_k(0) > 0: {source} is orthogonal to every growing mode, "
+            f"no growing mode starts with z_k(0) > 0: {source} is "
+            "orthogonal to every growing mode, "
             "so gradient descent learns nothing"
         )
     zinf_all = np.where(grow, r / np.where(grow, c, 1.0), np.inf)
@@ -740,9 +756,12 @@ def predict_learning(
     unbalanced = ""
     if imbalance is not None and imbalance > SMALL_START * float(np.max(zinf)):
         unbalanced = (
-            f"the start is not balanced: max_i | |w_in,i|^2 - |w_out,i|^2 | = {imbalance:.3g} over the units of W0 "
-            f"(first layer against last) is not small against the saturation max z_k^inf = {np.max(zinf):.3g}; "
-            "this difference is conserved by gradient flow, so the layer never passes through the small-weight "
+            "the start is not balanced: max_i | |w_in,i|^2 - |w_out,i|^2 | "
+            f"= {imbalance:.3g} over the units of W0 "
+            "(first layer against last) is not small against the "
+            f"saturation max z_k^inf = {np.max(zinf):.3g}; "
+            "this difference is conserved by gradient flow, so the layer "
+            "never passes through the small-weight "
             "regime the forecast describes; start from small, balanced weights"
         )
     if np.all(z0[on] >= 0.5 * zinf):
@@ -752,7 +771,8 @@ def predict_learning(
             else f"the initial abundances z_k(0) from {source} are"
         )
         raise ValueError(
-            f"{start} not small: every mode starts above half of its saturation "
+            f"{start} not small: every mode starts above half of its "
+            "saturation "
             f"r_k/C_kk (max {np.max(zinf):.3g}); start from smaller weights"
             + (f". Also, {unbalanced}" if unbalanced else "")
         )
@@ -792,10 +812,14 @@ def predict_learning(
 
     if capped.size:
         warnings.warn(
-            f"the width d = {width_d} ({width_from}) is below the {order.size + capped.size} modes that would "
-            f"switch on, and the data matrices do not commute (commuting_error = {commuting_error:.3g}): "
-            f"M = W W^T has rank <= d, so only the first {width_d} switch on; modes {capped.tolist()} are left "
-            "out (switches_on False, infinite times) and the plateaus stop after the first d",
+            f"the width d = {width_d} ({width_from}) is below the "
+            f"{order.size + capped.size} modes that would "
+            "switch on, and the data matrices do not commute "
+            f"(commuting_error = {commuting_error:.3g}): "
+            f"M = W W^T has rank <= d, so only the first {width_d} switch "
+            f"on; modes {capped.tolist()} are left "
+            "out (switches_on False, infinite times) and the plateaus stop "
+            "after the first d",
             UserWarning,
             stacklevel=2,
         )
@@ -803,10 +827,14 @@ def predict_learning(
     if big.size:
         ratio = z0[big] / zinf_all[big]
         warnings.warn(
-            f"the start is not small: z_k(0)/z_k^inf = {np.array2string(ratio, precision=3)} for mode(s) "
-            f"{big.tolist()} (at least {SMALL_START:g}; z_k^inf = r_k/C_kk is the saturation); the forecast "
-            "assumes z_k(0) << z_k^inf (Eq. 43), so these modes do not switch on suddenly and their switch-on "
-            "steps (possibly 0) are not a plateau's end; start from smaller weights",
+            "the start is not small: z_k(0)/z_k^inf = "
+            f"{np.array2string(ratio, precision=3)} for mode(s) "
+            f"{big.tolist()} (at least {SMALL_START:g}; z_k^inf = r_k/C_kk "
+            "is the saturation); the forecast "
+            "assumes z_k(0) << z_k^inf (Eq. 43), so these modes do not "
+            "switch on suddenly and their switch-on "
+            "steps (possibly 0) are not a plateau's end; start from smaller "
+            "weights",
             UserWarning,
             stacklevel=2,
         )
@@ -814,10 +842,13 @@ def predict_learning(
         warnings.warn(unbalanced, UserWarning, stacklevel=2)
     if lr >= lr_max:
         warnings.warn(
-            f"lr = {lr:.4g} is outside the stable range of gradient descent: lr must be below {lr_max:.4g} "
-            f"(2/r_max = {2 / r.max():.4g} for the fastest mode, r_max = {r.max():.4g}"
+            f"lr = {lr:.4g} is outside the stable range of gradient "
+            f"descent: lr must be below {lr_max:.4g} "
+            f"(2/r_max = {2 / r.max():.4g} for the fastest mode, r_max = "
+            f"{r.max():.4g}"
             + (
-                f"; 4/|r_min| = {4 / -r.min():.4g} for the fastest decaying one"
+                f"; 4/|r_min| = {4 / -r.min():.4g} for the fastest decaying "
+                "one"
                 if r.min() < 0
                 else ""
             )
@@ -828,21 +859,26 @@ def predict_learning(
     silent = np.flatnonzero(grow & (z0 <= 0))
     if silent.size:
         warnings.warn(
-            f"{silent.size} growing mode(s) {silent.tolist()} start at z_k(0) = 0 ({source}) and never switch on: "
-            "their switch-on times are inf, switches_on is False and order leaves them out",
+            f"{silent.size} growing mode(s) {silent.tolist()} start at "
+            f"z_k(0) = 0 ({source}) and never switch on: "
+            "their switch-on times are inf, switches_on is False and order "
+            "leaves them out",
             UserWarning,
             stacklevel=2,
         )
     if warn and commuting_error > COMMUTE_WARN:
         warnings.warn(
-            f"the data matrices A(x_mu) do not commute (commuting_error = {commuting_error:.3g}); "
-            "rates and the first switch-on are still the early-time prediction, but plateaus and "
+            "the data matrices A(x_mu) do not commute (commuting_error = "
+            f"{commuting_error:.3g}); "
+            "rates and the first switch-on are still the early-time "
+            "prediction, but plateaus and "
             "later switch-ons assume Assumption 1",
             stacklevel=2,
         )
     if warn and not zgz:
         warnings.warn(
-            "the layer is not ZGZ (g or B nonzero at W = 0); the forecast ignores g and B",
+            "the layer is not ZGZ (g or B nonzero at W = 0); the forecast "
+            "ignores g and B",
             stacklevel=2,
         )
     return LearningForecast(

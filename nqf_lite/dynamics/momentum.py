@@ -67,7 +67,8 @@ def _finite_step(lr: float, *arrays: np.ndarray) -> None:
     rate too large)."""
     if not all(np.isfinite(a).all() for a in arrays):
         raise FloatingPointError(
-            f"the step diverged (non-finite weights) at lr = {lr:g}: lower the learning rate"
+            f"the step diverged (non-finite weights) at lr = {lr:g}: lower "
+            "the learning rate"
         )
 
 
@@ -135,8 +136,10 @@ class MomentumState:
         scale = max(float(np.abs(gram).max()), 1e-300)
         if lam[0] < -REALIZABLE_RTOL * scale:
             raise ValueError(
-                "(M, S, N) must be the moments W W^T, W Vel^T, Vel Vel^T of some weights and velocity: "
-                f"[[M, S], [S^T, N]] must be positive semi-definite, but has eigenvalue {lam[0]:.3g}"
+                "(M, S, N) must be the moments W W^T, W Vel^T, Vel Vel^T of "
+                "some weights and velocity: "
+                "[[M, S], [S^T, N]] must be positive semi-definite, but "
+                f"has eigenvalue {lam[0]:.3g}"
             )
 
     @property

@@ -67,7 +67,8 @@ def _number(name: str, value: object) -> float:
     arr = as_array(name, value)
     if arr.ndim:
         raise TypeError(
-            f"{name} must be a single number, got an array of shape {arr.shape}"
+            f"{name} must be a single number, got an array of shape "
+            f"{arr.shape}"
         )
     return float(arr)
 
@@ -89,7 +90,8 @@ def _exponents(
         return np.broadcast_arrays(a1, a2)
     except ValueError as exc:
         raise ValueError(
-            f"alpha1 and alpha2 must broadcast together, got shapes {a1.shape}, {a2.shape}"
+            "alpha1 and alpha2 must broadcast together, got shapes "
+            f"{a1.shape}, {a2.shape}"
         ) from exc
 
 
@@ -225,18 +227,21 @@ def effective_slope(
         r, c, eps, k = np.broadcast_arrays(r, c, eps, k)
     except ValueError as exc:
         raise ValueError(
-            f"r, C, eps and k must broadcast together, got shapes {r.shape}, {c.shape}, "
+            "r, C, eps and k must broadcast together, got shapes "
+            f"{r.shape}, {c.shape}, "
             f"{eps.shape}, {k.shape}"
         ) from exc
     log_ratio = np.log(r / c) - np.log(eps) + beta0 * np.log(k)
     if np.any(log_ratio <= 0):
         raise ValueError(
-            "eps too large: every mode must start below saturation, eps k^-beta0 < r_k/C_kk"
+            "eps too large: every mode must start below saturation, eps "
+            "k^-beta0 < r_k/C_kk"
         )
     denom = alpha2 - (alpha1 - alpha2 - beta0) / log_ratio
     if np.any(denom <= 0):
         raise ValueError(
-            "eps too large: t_k of Eq. 290 does not increase with k (d ln t/d ln k <= 0)"
+            "eps too large: t_k of Eq. 290 does not increase with k (d ln "
+            "t/d ln k <= 0)"
         )
     return (base * alpha2 / denom)[()]
 
@@ -320,7 +325,8 @@ def effective_slope_at_time(
     )
     if np.any(denom <= 0):
         raise ValueError(
-            "t too large for Eq. 295: the switch-on product zeta t of Eq. 294 is <= 0"
+            "t too large for Eq. 295: the switch-on product zeta t of Eq. "
+            "294 is <= 0"
         )
     return (base * (1.0 + alpha / denom))[()]
 
@@ -473,7 +479,8 @@ def fit_loglog_slope(
         )
     if lo < t[0] or hi > t[-1]:
         raise ValueError(
-            f"window {window!r} must lie inside the sampled range [{t[0]:.4g}, {t[-1]:.4g}]"
+            f"window {window!r} must lie inside the sampled range "
+            f"[{t[0]:.4g}, {t[-1]:.4g}]"
         )
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
         raise ValueError(f"n must be an integer >= 2, got {n!r}")
@@ -510,7 +517,8 @@ def fit_loglog_slopes(
     L = as_array("L", L, ndim=2)
     if 0 in L.shape:
         raise ValueError(
-            f"L must hold at least one time and one curve, shape (T, N), got {L.shape}"
+            "L must hold at least one time and one curve, shape (T, N), "
+            f"got {L.shape}"
         )
     w = as_array("windows", windows, ndim=(1, 2))
     if w.ndim == 1:

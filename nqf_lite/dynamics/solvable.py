@@ -93,7 +93,8 @@ def _matrix(name: str, value: object) -> np.ndarray:
     arr = as_array(name, value, ndim=2)
     if 0 in arr.shape:
         raise ValueError(
-            f"{name} must hold at least one row and one column, got shape {arr.shape}"
+            f"{name} must hold at least one row and one column, got shape "
+            f"{arr.shape}"
         )
     return arr
 
@@ -129,7 +130,8 @@ def _diag_of_C(C: object, k: int) -> np.ndarray:
         off = np.abs(C - np.diag(d)).max(initial=0.0)
         if off > DIAG_RTOL * max(np.abs(d).max(initial=0.0), 1e-300):
             raise ValueError(
-                f"C must be diagonal (orthogonal features, Thm 6); max |off-diagonal| = {off:.3g}. "
+                "C must be diagonal (orthogonal features, Thm 6); max "
+                f"|off-diagonal| = {off:.3g}. "
                 "For coupled modes use glv_integrate."
             )
     if np.any(d < 0):
@@ -157,8 +159,10 @@ def _rates(r: object, C: object) -> tuple[np.ndarray, np.ndarray]:
             and r.shape != C.shape
         ):
             raise ValueError(
-                f"C of shape {C.shape} is read as a competition matrix only with r of shape ({C.shape[0]},), "
-                f"got r of shape {r.shape}; for rates that broadcast entry by entry pass C's diagonal"
+                f"C of shape {C.shape} is read as a competition matrix only "
+                f"with r of shape ({C.shape[0]},), "
+                f"got r of shape {r.shape}; for rates that broadcast entry "
+                "by entry pass C's diagonal"
             )
         c = C
         if np.any(c < 0):
@@ -201,7 +205,8 @@ def glv_coefficients(lam: object, y: object) -> tuple[np.ndarray, np.ndarray]:
     m = lam.shape[0]
     if m == 0 or lam.shape[1] == 0:
         raise ValueError(
-            f"lam must hold at least one sample and one mode, got shape {lam.shape}"
+            "lam must hold at least one sample and one mode, got shape "
+            f"{lam.shape}"
         )
     y = _vector("y", y, m)
     return (8.0 / m) * lam.T @ y, (8.0 / m) * lam.T @ lam
@@ -247,7 +252,8 @@ def common_eigenbasis(
     A = as_array("A", A, ndim=3)
     if A.shape[0] == 0 or A.shape[1] == 0:
         raise ValueError(
-            f"A must hold at least one matrix of size >= 1, got shape {A.shape}"
+            "A must hold at least one matrix of size >= 1, got shape "
+            f"{A.shape}"
         )
     check_symmetric("A", A)
     rtol = fraction("rtol", rtol)
@@ -260,7 +266,8 @@ def common_eigenbasis(
     comm = np.abs(comm - np.swapaxes(comm, 0, 1)).max(initial=0.0)
     if comm > rtol * scale**2:
         raise ValueError(
-            f"A must commute (Assumption 1): max |A_a A_b - A_b A_a| = {comm:.3g} > {rtol:.1g} * max||A||^2"
+            "A must commute (Assumption 1): max |A_a A_b - A_b A_a| = "
+            f"{comm:.3g} > {rtol:.1g} * max||A||^2"
         )
     c = np.random.default_rng(seed).standard_normal(A.shape[0])
     _, P = np.linalg.eigh(np.einsum("n,nij->ij", c, A))
@@ -274,7 +281,8 @@ def common_eigenbasis(
     resid = np.abs(At - lam[:, :, None] * np.eye(A.shape[1])).max(initial=0.0)
     if resid > 1e3 * rtol * scale:
         raise ValueError(
-            f"the random combination failed to diagonalise A (residual {resid:.3g}); change seed"
+            "the random combination failed to diagonalise A (residual "
+            f"{resid:.3g}); change seed"
         )
     return P, lam
 
@@ -449,8 +457,10 @@ def switch_on_time(r: object, C: object, eps: object) -> np.ndarray:
     ratio = np.divide(r, c * eps, out=np.full(r.shape, np.inf), where=ok)
     if np.any(ok & (ratio <= 1)):
         raise ValueError(
-            "eps must be below saturation, eps < r_k/C_kk, for every growing mode "
-            f"(min r_k/(C_kk eps) = {ratio[ok].min():.3g}); such a mode has no switch-on"
+            "eps must be below saturation, eps < r_k/C_kk, for every "
+            "growing mode "
+            f"(min r_k/(C_kk eps) = {ratio[ok].min():.3g}); such a mode has "
+            "no switch-on"
         )
     out = np.full(r.shape, np.inf)
     out[ok] = np.log(ratio[ok]) / r[ok]
@@ -542,11 +552,13 @@ def excess_loss(z: object, r: object, C: object) -> np.ndarray:
     z = as_array("z", z, ndim=(1, 2))
     if z.shape[-1] == 0:
         raise ValueError(
-            f"z must hold at least one mode (shape (T, K) or (K,)), got {z.shape}"
+            "z must hold at least one mode (shape (T, K) or (K,)), got "
+            f"{z.shape}"
         )
     if np.any(z < 0):
         raise ValueError(
-            f"z must be >= 0 (abundances z_k = p_k^T M p_k of a PSD M), got min {z.min():.3g}"
+            "z must be >= 0 (abundances z_k = p_k^T M p_k of a PSD M), got "
+            f"min {z.min():.3g}"
         )
     r = _vector("r", r, z.shape[-1])
     c = _diag_of_C(C, r.size)
@@ -634,7 +646,8 @@ def crossing_time(
     level = as_array("level", level, ndim=(0, 1))
     if level.ndim == 1 and level.shape != (x2.shape[1],):
         raise ValueError(
-            f"level must be a number or one level per column of x ({x2.shape[1]}), got shape {level.shape}"
+            "level must be a number or one level per column of x "
+            f"({x2.shape[1]}), got shape {level.shape}"
         )
     lev = np.broadcast_to(level, (x2.shape[1],))
     s = x2 - lev if rising else lev - x2
@@ -945,13 +958,15 @@ def slaved_ratio(M: object, P: object) -> np.ndarray:
     P = as_array("P", P, ndim=2)
     if M.ndim < 2 or M.shape[-2:] != P.shape or P.shape[0] != P.shape[1]:
         raise ValueError(
-            f"M must have shape (..., p, p) matching P {P.shape}, got {M.shape}"
+            f"M must have shape (..., p, p) matching P {P.shape}, got "
+            f"{M.shape}"
         )
     Mt = np.swapaxes(P, 0, 1) @ M @ P
     z = np.einsum("...kk->...k", Mt)
     if np.any(z <= 0):
         raise ValueError(
-            "every z_k = (P^T M P)_kk must be > 0 to normalise the off-diagonals"
+            "every z_k = (P^T M P)_kk must be > 0 to normalise the "
+            "off-diagonals"
         )
     s = np.sqrt(z)
     return Mt / (s[..., :, None] * s[..., None, :])
@@ -1112,7 +1127,8 @@ def orthogonal_samples_xi(
     z0 = _z0(z0, p)
     if np.any((lam != 0).sum(axis=0) > 1):
         raise ValueError(
-            "lam must have at most one non-zero per column (orthogonal samples, A_n A_n' = 0)"
+            "lam must have at most one non-zero per column (orthogonal "
+            "samples, A_n A_n' = 0)"
         )
     rtol = fraction("rtol", rtol)
     a = 8.0 / m * lam
@@ -1164,7 +1180,8 @@ def _psd_factor(name: str, M: np.ndarray) -> np.ndarray:
     top = float(np.max(np.abs(lam), initial=0.0))
     if lam.size and lam[0] < -ISO_RANK_RTOL * top:
         raise ValueError(
-            f"{name} must be positive semi-definite (a Gram matrix W W^T), but its smallest eigenvalue is "
+            f"{name} must be positive semi-definite (a Gram matrix W W^T), "
+            "but its smallest eigenvalue is "
             f"{lam[0]:.3g} (largest {top:.3g})"
         )
     keep = lam > ISO_RANK_RTOL * top
@@ -1298,8 +1315,10 @@ def isotropic_trajectory(
                 break
             if n_steps > ISO_MAX_STEPS:
                 raise ValueError(
-                    f"the flow is still moving after {ISO_MAX_STEPS} steps (gamma_max t = {g[-1] * anchor:.3g}); "
-                    f"t = {t[-1]:.3g} is beyond the range isotropic_trajectory integrates for this start"
+                    f"the flow is still moving after {ISO_MAX_STEPS} steps "
+                    f"(gamma_max t = {g[-1] * anchor:.3g}); "
+                    f"t = {t[-1]:.3g} is beyond the range "
+                    "isotropic_trajectory integrates for this start"
                 )
     M = np.einsum("ik,tkl,jl->tij", Q, out, Q)
     return 0.5 * (M + np.swapaxes(M, 1, 2))
@@ -1320,7 +1339,8 @@ def isotropic_logistic(
     .. math::
 
         z_k(t) = \\frac{e^{2\\gamma_k t} z_k(0)}{1 + 8c\\,\\phi_k(t) z_k(0)}
-               = \\frac{\\gamma_k z_k(0)}{4c z_k(0) + (\\gamma_k - 4c z_k(0)) e^{-2\\gamma_k t}},
+               = \\frac{\\gamma_k z_k(0)}
+                       {4c z_k(0) + (\\gamma_k - 4c z_k(0)) e^{-2\\gamma_k t}},
 
     multiplying numerator and denominator by ``2 gamma_k e^{-2 gamma_k t}``
     (Eq. 42), and ``z_k(t) = z_k(0)/(1 + 8c z_k(0) t)`` for ``gamma_k = 0``.

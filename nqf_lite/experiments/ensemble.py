@@ -244,7 +244,8 @@ def _networks(nets: object) -> list[blocks.Network]:
     first = nets[0]
     if not isinstance(first, Network) or first.is_twin:
         raise TypeError(
-            "nets must hold networks of nqf_lite.expansion.models (not twins), "
+            "nets must hold networks of nqf_lite.expansion.models (not "
+            "twins), "
             f"got {type(first).__name__}"
         )
     if any(type(net) is not type(first) or net.is_twin for net in nets):
