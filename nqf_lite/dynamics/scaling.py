@@ -30,12 +30,14 @@ import numpy as np
 from nqf_lite._checks import (
     as_array,
     check_shape,
+    glv_rates,
     integer,
     nonnegative,
+    number,
     positive,
+    vector,
 )
-from nqf_lite._checks import vector as _vector
-from nqf_lite.dynamics.solvable import _rates, excess_loss
+from nqf_lite.dynamics.solvable.switch_on import excess_loss
 
 __all__ = [
     "scaling_exponent",
@@ -53,24 +55,6 @@ __all__ = [
     "powerlaw_modes",
     "onehot_quadratic_gd",
 ]
-
-
-# -----------------------------------------------------------------------------
-# helpers
-def _steps(name: str, value: object) -> int:
-    return integer(name, value, minimum=1)
-
-
-def _number(name: str, value: object) -> float:
-    """A finite real number (a 0-d array counts; bool, complex, str and longer
-    arrays are refused)."""
-    arr = as_array(name, value)
-    if arr.ndim:
-        raise TypeError(
-            f"{name} must be a single number, got an array of shape "
-            f"{arr.shape}"
-        )
-    return float(arr)
 
 
 # -----------------------------------------------------------------------------
@@ -200,9 +184,9 @@ def effective_slope(
         Eq. 290 has no switch-on, or if ``t_k`` of Eq. 290 fails to increase
         with ``k``.
     """
-    alpha1, alpha2 = _number("alpha1", alpha1), _number("alpha2", alpha2)
+    alpha1, alpha2 = number("alpha1", alpha1), number("alpha2", alpha2)
     base = scaling_exponent(alpha1, alpha2)
-    r, c = _rates(r, C)
+    r, c = glv_rates(r, C)
     eps = as_array("eps", eps)
     beta0 = nonnegative("beta0", beta0)
     if np.any(r <= 0) or np.any(c <= 0):
@@ -305,7 +289,7 @@ def effective_slope_at_time(
         If the bracket's denominator is ``<= 0`` (``t`` too large for the
         power-law window).
     """
-    alpha1, alpha2 = _number("alpha1", alpha1), _number("alpha2", alpha2)
+    alpha1, alpha2 = number("alpha1", alpha1), number("alpha2", alpha2)
     base = scaling_exponent(alpha1, alpha2)
     t = as_array("t", t)
     eps = as_array("eps", eps)
@@ -352,8 +336,8 @@ def staircase_loss(tau: object, r: object, V: object) -> np.ndarray:
     ndarray, shape (T,)
     """
     tau = as_array("tau", tau, ndim=1)
-    r = _vector("r", r)
-    V = _vector("V", V, r.size)
+    r = vector("r", r)
+    V = vector("V", V, r.size)
     if np.any(tau < 0):
         raise ValueError("tau must be >= 0")
     if np.any(r <= 0):
@@ -461,8 +445,8 @@ def fit_loglog_slope(
     LogLogFit
         ``slope``, ``intercept`` and ``decades = log10(t_hi/t_lo)``.
     """
-    t = _vector("t", t)
-    L = _vector("L", L, t.size)
+    t = vector("t", t)
+    L = vector("L", L, t.size)
     if np.any(t <= 0) or np.any(np.diff(t) <= 0):
         raise ValueError("t must be positive and strictly increasing")
     if np.any(L <= 0):
@@ -575,8 +559,8 @@ def powerlaw_modes(m: int, alpha1: float, alpha2: float) -> PowerLawModes:
     -------
     PowerLawModes
     """
-    m = _steps("m", m)
-    alpha1, alpha2 = _number("alpha1", alpha1), _number("alpha2", alpha2)
+    m = integer("m", m)
+    alpha1, alpha2 = number("alpha1", alpha1), number("alpha2", alpha2)
     scaling_exponent(alpha1, alpha2)  # validates the exponents
     k = np.arange(1, m + 1, dtype=float)
     r = k**-alpha2
@@ -621,18 +605,18 @@ def onehot_quadratic_gd(
     z : ndarray, shape (S, m)
         Mode abundances ``z_n = |w_n|^2 = M_nn``.
     """
-    a = _vector("a", a)
+    a = vector("a", a)
     if np.any(a <= 0):
         raise ValueError("a must be > 0 (squared input norms)")
-    y = _vector("y", y, a.size)
+    y = vector("y", y, a.size)
     W = as_array("W0", W0, ndim=2).copy()
     if W.shape[0] != a.size:
         raise ValueError(
             f"W0 must have {a.size} rows (one per sample), got shape {W.shape}"
         )
     lr = positive("lr", lr)
-    n_steps = _steps("n_steps", n_steps)
-    every = _steps("every", every)
+    n_steps = integer("n_steps", n_steps)
+    every = integer("every", every)
     m = a.size
     steps = np.arange(0, n_steps + 1, every)
     z = np.empty((steps.size, m))
