@@ -287,15 +287,41 @@ DIAG_RTOL = 1e-10
 
 
 def number(name: str, value: object) -> float:
-    """A finite real number (a 0-d array or tensor counts; bool, complex, str
-    and longer arrays are refused)."""
-    arr = as_array(name, value)
-    if arr.ndim:
-        raise TypeError(
-            f"{name} must be a single number, got an array of shape "
-            f"{arr.shape}"
+    """A finite real number: a 0-d array or tensor counts; bool, complex, str
+    and arrays with axes are refused (``TypeError``), NaN and inf too
+    (``ValueError``)."""
+    value = _detached(name, value)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        what = (
+            f"an array of shape {value.shape}"
+            if isinstance(value, np.ndarray)
+            else f"{type(value).__name__} {value!r}"
         )
-    return float(arr)
+        raise TypeError(f"{name} must be a real number, got {what}")
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+def sequence(name: str, value: object, what: str = "tensor") -> list:
+    """``value`` (a list or tuple, not a string, array or tensor) as a list:
+    one ``what`` per layer."""
+    from collections.abc import Sequence
+
+    if (
+        isinstance(value, (str, bytes, np.ndarray))
+        or hasattr(value, "detach")
+        or not isinstance(value, Sequence)
+    ):
+        raise TypeError(
+            f"{name} must be a list with one {what} per layer, got "
+            f"{type(value).__name__}"
+        )
+    return list(value)
 
 
 def unit_interval(name: str, value: object) -> float:
@@ -477,3 +503,16 @@ def tensor(
             f"{tuple(t.shape)}"
         )
     return t
+
+
+def model_input(name: str, value: object) -> None:
+    """Refuse an input of a model holding a complex number, or a complex,
+    bool or non-finite array or tensor (also inside tuples and lists);
+    anything else (``None``, a string) is the model's to interpret."""
+    if isinstance(value, (tuple, list)):
+        for i, part in enumerate(value):
+            model_input(f"{name}[{i}]", part)
+    elif isinstance(value, np.ndarray) or hasattr(value, "detach"):
+        as_array(name, value)  # TypeError: complex or bool; ValueError: NaN
+    elif isinstance(value, (complex, np.complexfloating)):
+        raise TypeError(f"{name} must be real, got the complex {value!r}")

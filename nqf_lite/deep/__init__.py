@@ -8,7 +8,7 @@
   (Theorem 13).
 """
 
-from nqf_lite.deep.deep_nqf import *  # noqa: F403
+from nqf_lite.deep.deep_nqf import *
 from nqf_lite.deep.deep_nqf import __all__ as _deep_nqf
 
 __all__ = list(_deep_nqf)

@@ -6,7 +6,7 @@
   switch-on time for gradient descent and random starts.
 """
 
-from nqf_lite.design.forecast import *  # noqa: F403
+from nqf_lite.design.forecast import *
 from nqf_lite.design.forecast import __all__ as _forecast
 
 __all__ = list(_forecast)

@@ -48,12 +48,12 @@ from nqf_lite.dynamics.solvable import switch_on_time_exact
 __all__ = [
     "SATURATION_LEAD_STEPS",
     "gd_growth_rate",
+    "gd_half_time_from",
+    "gd_switch_on_time",
+    "geometric_mean_abundance",
+    "log_chi2_kurtosis",
     "log_chi2_mean",
     "log_chi2_sd",
-    "geometric_mean_abundance",
-    "gd_switch_on_time",
-    "gd_half_time_from",
-    "log_chi2_kurtosis",
     "spread_ratio",
 ]
 

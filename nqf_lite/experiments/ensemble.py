@@ -32,8 +32,9 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, vmap
 
+from nqf_lite._checks import integer, positive
 from nqf_lite.expansion.models import blocks
-from nqf_lite.expansion.models.blocks import Network, _int, _pos
+from nqf_lite.expansion.models.blocks import Network
 from nqf_lite.experiments.train import optimizer
 
 __all__ = [
@@ -350,9 +351,9 @@ def train_ensemble(
     optimizer(
         optimizer_name, [torch.zeros(1, requires_grad=True)], 1.0
     )  # validates the name
-    lr = _pos("lr", lr)
-    steps = _int("steps", steps, low=0)
-    record_every = _int("record_every", record_every)
+    lr = positive("lr", lr)
+    steps = integer("steps", steps, minimum=0)
+    record_every = integer("record_every", record_every)
     for name, pair in (("evaluate", evaluate), ("test", test)):
         if pair is not None and not (
             isinstance(pair, (tuple, list)) and len(pair) == 2

@@ -28,9 +28,9 @@ from nqf_lite._checks import (
 
 __all__ = [
     "COMMUTE_RTOL",
-    "glv_coefficients",
     "common_eigenbasis",
     "feature_trajectory",
+    "glv_coefficients",
     "projector_logistic",
     "saxe_logistic",
 ]

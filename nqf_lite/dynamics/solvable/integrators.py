@@ -31,12 +31,12 @@ from nqf_lite.dynamics.solvable.glv import (
 )
 
 __all__ = [
-    "glv_integrate",
     "gd_discrete_glv",
     "gd_nqf",
+    "glv_integrate",
     "matrix_flow",
-    "slaved_ratio",
     "slaved_moments",
+    "slaved_ratio",
 ]
 
 
@@ -127,9 +127,9 @@ def glv_integrate(
     if not np.any(
         C - np.diag(diag)
     ):  # diagonal C: O(K) right-hand side instead of a K x K product
-        competition = lambda z: diag * z  # noqa: E731
+        competition = lambda z: diag * z
     else:
-        competition = lambda z: C @ z  # noqa: E731
+        competition = lambda z: C @ z
     sol = solve_ivp(
         lambda _s, u: (
             r - competition(np.exp(np.minimum(u, 700.0)))

@@ -28,15 +28,15 @@ from nqf_lite.dynamics.solvable.glv import (
 )
 
 __all__ = [
-    "proportional_samples_xi",
-    "proportional_samples_W",
+    "ISO_MAX_STEPS",
+    "ISO_RANK_RTOL",
+    "ISO_STEP_GROWTH",
+    "isotropic_logistic",
+    "isotropic_trajectory",
     "orthogonal_samples_xi",
     "orthogonal_samples_z",
-    "ISO_STEP_GROWTH",
-    "ISO_RANK_RTOL",
-    "ISO_MAX_STEPS",
-    "isotropic_trajectory",
-    "isotropic_logistic",
+    "proportional_samples_W",
+    "proportional_samples_xi",
 ]
 
 

@@ -27,12 +27,12 @@ from nqf_lite.dynamics.solvable.glv import (
 )
 
 __all__ = [
-    "switch_on_time",
-    "switch_on_time_exact",
-    "plateau_values",
+    "crossing_time",
     "excess_loss",
     "excess_loss_draws",
-    "crossing_time",
+    "plateau_values",
+    "switch_on_time",
+    "switch_on_time_exact",
 ]
 
 
