@@ -64,6 +64,13 @@ matrices accordingly.  A stack of layers that are linear in their input (a deep
 linear network) computes ``f(x) = T x`` with the end-to-end product ``T`` of
 :meth:`DeepNQF.product`.
 
+Layout.  The layers live in :mod:`nqf_lite.deep.layers`, the moments,
+realisation and compression in :mod:`nqf_lite.deep.realisation`;
+:class:`DeepNQF` takes its argument checks from
+:class:`~nqf_lite.deep.inputs.DeepInputs` and its gradients, steps and
+training loops from :class:`~nqf_lite.deep.training.DeepTraining`.  Every name
+is re-exported here.
+
 Validation.  Order parameters passed in (``Ms``, ``mus``) must be finite,
 symmetric and positive semi-definite (and, with widths, realisable: ``M - mu
 mu^T/d`` PSD of rank ``<= d - 1``); ``M`` is symmetrised, so the result does

@@ -37,6 +37,7 @@ __all__ = [
     "orthogonal_samples_z",
     "proportional_samples_W",
     "proportional_samples_xi",
+    "psd_factor",
 ]
 
 
@@ -206,7 +207,7 @@ ISO_RANK_RTOL = 1e-12
 ISO_MAX_STEPS = 200_000
 
 
-def _psd_factor(name: str, M: np.ndarray) -> np.ndarray:
+def psd_factor(name: str, M: np.ndarray) -> np.ndarray:
     """A factor ``F`` (p, r) with ``F F^T = M`` and ``r = rank M`` (eigenvalues
     below ISO_RANK_RTOL dropped)."""
     lam, V = np.linalg.eigh(0.5 * (M + M.T))
@@ -318,7 +319,7 @@ def isotropic_trajectory(
     check_shape("M0", M0, Y.shape)
     check_symmetric("M0", M0)
     g, Q = np.linalg.eigh(0.5 * (Y + Y.T))
-    Z = Q.T @ _psd_factor("M0", M0)
+    Z = Q.T @ psd_factor("M0", M0)
     p, r = Z.shape
     out = np.zeros((t.size, p, p))
     if r == 0 or t.size == 0:
