@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, polygamma
 
-from nqf_lite._checks import as_array, positive, width
+from nqf_lite._checks import as_array, broadcast, positive, width
 from nqf_lite.dynamics.solvable import switch_on_time_exact
 
 __all__ = [
@@ -190,13 +190,7 @@ def gd_switch_on_time(
         raise ValueError(
             "C must be >= 0 (C_kk = (8/m) sum_mu lambda_mu,k^2, Eq. 37)"
         )
-    try:
-        r, c = np.broadcast_arrays(r, c)
-    except ValueError as exc:
-        raise ValueError(
-            f"r and C must broadcast together, got shapes {r.shape} and "
-            f"{c.shape}"
-        ) from exc
+    r, c = broadcast("r and C", r, c)
     lr = positive("lr", lr)
     e = positive("eps", eps) if d is None else geometric_mean_abundance(eps, d)
     grow = (r > 0) & (c > 0)
@@ -259,13 +253,7 @@ def gd_half_time_from(
     r = as_array("r", r)
     c = as_array("C", C)
     z0 = as_array("z0", z0)
-    try:
-        r, c, z0 = np.broadcast_arrays(r, c, z0)
-    except ValueError as exc:
-        raise ValueError(
-            f"r, C and z0 must broadcast together, got shapes {r.shape}, "
-            f"{c.shape} and {z0.shape}"
-        ) from exc
+    r, c, z0 = broadcast("r, C and z0", r, c, z0)
     lr = positive("lr", lr)
     if not isinstance(lead, (bool, np.bool_)):
         raise TypeError(f"lead must be True or False, got {lead!r}")

@@ -30,6 +30,7 @@ import numpy as np
 
 from nqf_lite._checks import (
     as_array,
+    broadcast,
     glv_rates,
     integer,
     nonnegative,
@@ -75,13 +76,7 @@ def _exponents(
         )
     if np.any(a2 <= 0):
         raise ValueError(f"alpha2 must be > 0, got {a2.min():g}")
-    try:
-        return np.broadcast_arrays(a1, a2)
-    except ValueError as exc:
-        raise ValueError(
-            "alpha1 and alpha2 must broadcast together, got shapes "
-            f"{a1.shape}, {a2.shape}"
-        ) from exc
+    return broadcast("alpha1 and alpha2", a1, a2)
 
 
 def scaling_exponent(alpha1: object, alpha2: object) -> np.ndarray:
@@ -212,14 +207,7 @@ def effective_slope(
             raise ValueError(
                 f"k must hold mode indices >= 1, got min {k.min():g}"
             )
-    try:
-        r, c, eps, k = np.broadcast_arrays(r, c, eps, k)
-    except ValueError as exc:
-        raise ValueError(
-            "r, C, eps and k must broadcast together, got shapes "
-            f"{r.shape}, {c.shape}, "
-            f"{eps.shape}, {k.shape}"
-        ) from exc
+    r, c, eps, k = broadcast("r, C, eps and k", r, c, eps, k)
     log_ratio = np.log(r / c) - np.log(eps) + beta0 * np.log(k)
     if np.any(log_ratio <= 0):
         raise ValueError(
