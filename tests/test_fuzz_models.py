@@ -801,7 +801,7 @@ def test_deep_order_parameters_accept_every_gram_matrix_and_refuse_indefinite_on
 def test_isotropic_factor_has_the_rank_of_the_start(p, r, scale, seed):
     rng = np.random.default_rng(seed)
     F = scale * rng.standard_normal((p, min(r, p)))
-    G = S._psd_factor("M0", F @ F.T)
+    G = S.samples.psd_factor("M0", F @ F.T)
     assert G.shape == (p, np.linalg.matrix_rank(F))
     np.testing.assert_allclose(
         G @ G.T, F @ F.T, rtol=0, atol=1e-12 * scale**2 * p

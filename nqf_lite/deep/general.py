@@ -30,12 +30,10 @@ summed over outputs and leading axes, averaged over the ``n`` inputs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import torch
 
-from nqf_lite._checks import integer, positive
+from nqf_lite._checks import integer, positive, sequence, tensor
 from nqf_lite.deep.deep_nqf import DeepNQF, FunctionLayer, LayerStructure
 
 __all__ = [
@@ -156,10 +154,11 @@ def _stack_inputs(
 ]:
     if not isinstance(model, DeepNQF):
         raise TypeError(f"model must be a DeepNQF, got {type(model).__name__}")
-    x, y = _as_tensor("x", x), _as_tensor("y", y)
+    x, y = tensor("x", x).detach(), tensor("y", y).detach()
     if x.ndim != 2 or x.shape[1] != model.layers[0].n_in:
         raise ValueError(
-            f"x must have shape (n, {model.layers[0].n_in}), got {tuple(x.shape)}"
+            f"x must have shape (n, {model.layers[0].n_in}), got "
+            f"{tuple(x.shape)}"
         )
     n_out = model.layers[-1].n_out
     if y.ndim == 1 and n_out == 1:
@@ -172,45 +171,24 @@ def _stack_inputs(
     for l, layer in enumerate(model.layers):
         if tuple(Ms[l].shape) != (layer.p, layer.p):
             raise ValueError(
-                f"Ms[{l}] must have shape ({layer.p}, {layer.p}), got {tuple(Ms[l].shape)}"
+                f"Ms[{l}] must have shape ({layer.p}, {layer.p}), got "
+                f"{tuple(Ms[l].shape)}"
             )
         if tuple(mus[l].shape) != (layer.p,):
             raise ValueError(
-                f"mus[{l}] must have shape ({layer.p},), got {tuple(mus[l].shape)}"
+                f"mus[{l}] must have shape ({layer.p},), got "
+                f"{tuple(mus[l].shape)}"
             )
     return model, x, y, Ms, mus
 
 
-def _as_tensor(name: str, value: object) -> torch.Tensor:
-    if value is None:
-        raise TypeError(f"{name} must be an array or tensor, got None")
-    try:
-        t = (
-            value.detach().to(DTYPE)
-            if isinstance(value, torch.Tensor)
-            else torch.as_tensor(np.asarray(value, dtype=np.float64))
-        )
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{name} must be a real numeric array or tensor, got {type(value).__name__}"
-        ) from exc
-    if not torch.all(torch.isfinite(t)):
-        raise ValueError(f"{name} contains NaN or inf")
-    return t
-
-
 def _per_layer(name: str, seq: object, L: int) -> list[torch.Tensor]:
-    if isinstance(
-        seq, (str, bytes, torch.Tensor, np.ndarray)
-    ) or not isinstance(seq, Sequence):
-        raise TypeError(
-            f"{name} must be a list with one entry per layer, got {type(seq).__name__}"
-        )
+    seq = sequence(name, seq, "entry")
     if len(seq) != L:
         raise ValueError(
             f"{name} must hold one entry per layer ({L}), got {len(seq)}"
         )
-    return [_as_tensor(f"{name}[{l}]", v) for l, v in enumerate(seq)]
+    return [tensor(f"{name}[{l}]", v).detach() for l, v in enumerate(seq)]
 
 
 def backprop_signals(

@@ -42,18 +42,18 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, polygamma
 
-from nqf_lite._checks import as_array, positive, width
+from nqf_lite._checks import as_array, broadcast, positive, width
 from nqf_lite.dynamics.solvable import switch_on_time_exact
 
 __all__ = [
     "SATURATION_LEAD_STEPS",
     "gd_growth_rate",
+    "gd_half_time_from",
+    "gd_switch_on_time",
+    "geometric_mean_abundance",
+    "log_chi2_kurtosis",
     "log_chi2_mean",
     "log_chi2_sd",
-    "geometric_mean_abundance",
-    "gd_switch_on_time",
-    "gd_half_time_from",
-    "log_chi2_kurtosis",
     "spread_ratio",
 ]
 
@@ -93,7 +93,8 @@ def gd_growth_rate(r: object, lr: float) -> np.ndarray:
     lr = positive("lr", lr)
     if np.any(1.0 + 0.5 * lr * r <= 0):
         raise ValueError(
-            f"lr * r / 2 must be > -1 for every mode (lr = {lr:g}, min r = {r.min():.3g})"
+            f"lr * r / 2 must be > -1 for every mode (lr = {lr:g}, min r = "
+            f"{r.min():.3g})"
         )
     return ((2.0 / lr) * np.log1p(0.5 * lr * r))[()]
 
@@ -189,22 +190,19 @@ def gd_switch_on_time(
         raise ValueError(
             "C must be >= 0 (C_kk = (8/m) sum_mu lambda_mu,k^2, Eq. 37)"
         )
-    try:
-        r, c = np.broadcast_arrays(r, c)
-    except ValueError as exc:
-        raise ValueError(
-            f"r and C must broadcast together, got shapes {r.shape} and {c.shape}"
-        ) from exc
+    r, c = broadcast("r and C", r, c)
     lr = positive("lr", lr)
     e = positive("eps", eps) if d is None else geometric_mean_abundance(eps, d)
     grow = (r > 0) & (c > 0)
     if np.any(grow & (0.5 * lr * r >= 1.0)):
         raise ValueError(
-            f"lr * r / 2 must be < 1 for every growing mode (lr = {lr:g}, max r = {r.max():.3g})"
+            f"lr * r / 2 must be < 1 for every growing mode (lr = {lr:g}, "
+            f"max r = {r.max():.3g})"
         )
     if np.any(grow & (e >= 0.5 * r / np.where(grow, c, 1.0))):
         raise ValueError(
-            f"the initial abundance {e:.3g} is not below half saturation r_k/(2 C_kk) for every mode"
+            f"the initial abundance {e:.3g} is not below half saturation "
+            "r_k/(2 C_kk) for every mode"
         )
     out = np.full(r.shape, np.inf)
     r_gd = gd_growth_rate(r[grow], lr)
@@ -255,12 +253,7 @@ def gd_half_time_from(
     r = as_array("r", r)
     c = as_array("C", C)
     z0 = as_array("z0", z0)
-    try:
-        r, c, z0 = np.broadcast_arrays(r, c, z0)
-    except ValueError as exc:
-        raise ValueError(
-            f"r, C and z0 must broadcast together, got shapes {r.shape}, {c.shape} and {z0.shape}"
-        ) from exc
+    r, c, z0 = broadcast("r, C and z0", r, c, z0)
     lr = positive("lr", lr)
     if not isinstance(lead, (bool, np.bool_)):
         raise TypeError(f"lead must be True or False, got {lead!r}")

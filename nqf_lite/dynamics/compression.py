@@ -182,18 +182,21 @@ def _twin_spectrum(model: NQF, W, rtol: float, width: int | None) -> tuple:
         d_small = k + 1
         if d <= d_small:
             raise ValueError(
-                f"width d = {d} is not larger than k_V + 1 = {d_small}: Theorem 3 has nothing to compress"
+                f"width d = {d} is not larger than k_V + 1 = {d_small}: "
+                "Theorem 3 has nothing to compress"
             )
     else:
         if isinstance(width, bool) or not isinstance(width, (int, np.integer)):
             raise TypeError(f"width must be None or an integer, got {width!r}")
         if not 1 <= width <= k + 1:
             raise ValueError(
-                f"width must satisfy 1 <= width <= k_V + 1 = {k + 1}, got {width}"
+                f"width must satisfy 1 <= width <= k_V + 1 = {k + 1}, got "
+                f"{width}"
             )
         if width >= d:
             raise ValueError(
-                f"width must be smaller than the model's width d = {d}, got {width}"
+                f"width must be smaller than the model's width d = {d}, got "
+                f"{width}"
             )
         d_small = int(width)
     Vt_mu = basis.T @ W.sum(axis=1)

@@ -28,59 +28,36 @@ import numpy as np
 
 from nqf_lite._checks import (
     as_array,
-    check_shape,
     check_symmetric,
     nonnegative,
+    nqf,
     positive,
+    shaped,
+    unit_interval,
     width,
 )
 from nqf_lite.expansion.form import NQF, REALIZABLE_RTOL
 
 __all__ = [
-    "MomentumState",
     "AdamState",
-    "heavy_ball_step",
-    "heavy_ball_closed_step",
+    "MomentumState",
     "adam_step",
+    "heavy_ball_closed_step",
+    "heavy_ball_step",
 ]
 
 
 # ----------------------------------------------------------------------------
 # validation helpers
 # ----------------------------------------------------------------------------
-def _check_model(model: object) -> NQF:
-    if not isinstance(model, NQF):
-        raise TypeError(
-            f"model must be an nqf_lite NQF, got {type(model).__name__}"
-        )
-    return model
-
-
-def _as_matrix(name: str, x: object, shape: tuple[int, ...]) -> np.ndarray:
-    a = as_array(name, x)
-    check_shape(name, a, shape)
-    return a
-
-
 def _finite_step(lr: float, *arrays: np.ndarray) -> None:
     """Raise ``FloatingPointError`` when a step produced NaN or inf (a learning
     rate too large)."""
     if not all(np.isfinite(a).all() for a in arrays):
         raise FloatingPointError(
-            f"the step diverged (non-finite weights) at lr = {lr:g}: lower the learning rate"
+            f"the step diverged (non-finite weights) at lr = {lr:g}: lower "
+            "the learning rate"
         )
-
-
-def _unit_interval(name: str, x: object) -> float:
-    """A coefficient in [0, 1) (momentum, Adam's betas)."""
-    if isinstance(x, bool) or not isinstance(
-        x, (int, float, np.integer, np.floating)
-    ):
-        raise TypeError(f"{name} must be a real number in [0, 1), got {x!r}")
-    x = float(x)
-    if not 0.0 <= x < 1.0:
-        raise ValueError(f"{name} must lie in [0, 1), got {x}")
-    return x
 
 
 # ----------------------------------------------------------------------------
@@ -117,11 +94,11 @@ class MomentumState:
                 f"M must be a square (p, p) matrix, got shape {M.shape}"
             )
         p = M.shape[0]
-        object.__setattr__(self, "M", _as_matrix("M", M, (p, p)))
-        object.__setattr__(self, "mu", _as_matrix("mu", self.mu, (p,)))
-        object.__setattr__(self, "S", _as_matrix("S", self.S, (p, p)))
-        object.__setattr__(self, "N", _as_matrix("N", self.N, (p, p)))
-        object.__setattr__(self, "nu", _as_matrix("nu", self.nu, (p,)))
+        object.__setattr__(self, "M", shaped("M", M, (p, p)))
+        object.__setattr__(self, "mu", shaped("mu", self.mu, (p,)))
+        object.__setattr__(self, "S", shaped("S", self.S, (p, p)))
+        object.__setattr__(self, "N", shaped("N", self.N, (p, p)))
+        object.__setattr__(self, "nu", shaped("nu", self.nu, (p,)))
         if p == 0:
             raise ValueError(
                 "M must be at least 1 x 1 (p >= 1 parameters per neuron)"
@@ -135,9 +112,27 @@ class MomentumState:
         scale = max(float(np.abs(gram).max()), 1e-300)
         if lam[0] < -REALIZABLE_RTOL * scale:
             raise ValueError(
-                "(M, S, N) must be the moments W W^T, W Vel^T, Vel Vel^T of some weights and velocity: "
-                f"[[M, S], [S^T, N]] must be positive semi-definite, but has eigenvalue {lam[0]:.3g}"
+                "(M, S, N) must be the moments W W^T, W Vel^T, Vel Vel^T of "
+                "some weights and velocity: "
+                "[[M, S], [S^T, N]] must be positive semi-definite, but "
+                f"has eigenvalue {lam[0]:.3g}"
             )
+
+    @classmethod
+    def _trusted(
+        cls,
+        M: np.ndarray,
+        mu: np.ndarray,
+        S: np.ndarray,
+        N: np.ndarray,
+        nu: np.ndarray,
+    ) -> MomentumState:
+        """A state from moments already known to be consistent (the exact
+        step of a checked state): made without checking them again."""
+        state = object.__new__(cls)
+        for name, value in zip(["M", "mu", "S", "N", "nu"], (M, mu, S, N, nu)):
+            object.__setattr__(state, name, value)
+        return state
 
     @property
     def p(self) -> int:
@@ -145,7 +140,7 @@ class MomentumState:
         return self.M.shape[0]
 
     @classmethod
-    def at_rest(cls, M: np.ndarray, mu: np.ndarray) -> "MomentumState":
+    def at_rest(cls, M: np.ndarray, mu: np.ndarray) -> MomentumState:
         """State with zero velocity: ``S = N = 0`` and ``nu = 0``.
 
         With ``Vel(0) = 0`` (PyTorch's default) ``(M(0), mu(0))`` fixes the
@@ -160,7 +155,7 @@ class MomentumState:
         return cls(M, mu, np.zeros((p, p)), np.zeros((p, p)), np.zeros(p))
 
     @classmethod
-    def from_W(cls, W: np.ndarray, Vel: np.ndarray) -> "MomentumState":
+    def from_W(cls, W: np.ndarray, Vel: np.ndarray) -> MomentumState:
         """Moments of explicit weights ``W`` and velocity ``Vel`` (both p x
         d)."""
         W = as_array("W", W)
@@ -168,7 +163,7 @@ class MomentumState:
             raise ValueError(
                 f"W must have shape (p, d) with p, d >= 1, got {W.shape}"
             )
-        Vel = _as_matrix("Vel", Vel, W.shape)
+        Vel = shaped("Vel", Vel, W.shape)
         return cls(
             W @ W.T, W.sum(axis=1), W @ Vel.T, Vel @ Vel.T, Vel.sum(axis=1)
         )
@@ -212,11 +207,11 @@ def heavy_ball_step(
     -------
     (W_next, Vel_next) : tuple of ndarray
     """
-    model = _check_model(model)
+    model = nqf("model", model)
     W = model._W(W)
-    Vel = _as_matrix("Vel", Vel, W.shape)
+    Vel = shaped("Vel", Vel, W.shape)
     lr = positive("lr", lr)
-    beta = _unit_interval("beta", beta)
+    beta = unit_interval("beta", beta)
     weight_decay = nonnegative("weight_decay", weight_decay)
     grad = model.grad_W(W, y, batch=batch) + weight_decay * W
     Vel_next = beta * Vel - lr * grad
@@ -267,7 +262,7 @@ def heavy_ball_closed_step(
     MomentumState
         The state after the step.
     """
-    model = _check_model(model)
+    model = nqf("model", model)
     if not isinstance(state, MomentumState):
         raise TypeError(
             f"state must be a MomentumState, got {type(state).__name__}"
@@ -278,7 +273,7 @@ def heavy_ball_closed_step(
         )
     d = width("d", d)
     lr = positive("lr", lr)
-    beta = _unit_interval("beta", beta)
+    beta = unit_interval("beta", beta)
     weight_decay = nonnegative("weight_decay", weight_decay)
     M, mu, S, N, nu = state.M, state.mu, state.S, state.N, state.nu
     v, H = model.vH(M, mu, y, batch=batch)
@@ -291,12 +286,8 @@ def heavy_ball_closed_step(
     N_next = beta**2 * N - beta * lr * (cross + cross.T) + lr * (lr * GGt)
     _finite_step(lr, X, N_next, nu_next)
     _finite_step(lr, M + X + X.T + N_next)
-    return MomentumState(
-        M=M + X + X.T + N_next,
-        mu=mu + nu_next,
-        S=X + N_next,
-        N=N_next,
-        nu=nu_next,
+    return MomentumState._trusted(
+        M + X + X.T + N_next, mu + nu_next, X + N_next, N_next, nu_next
     )
 
 
@@ -312,7 +303,7 @@ class AdamState:
     t: int
 
     @classmethod
-    def zeros_like(cls, W: np.ndarray) -> "AdamState":
+    def zeros_like(cls, W: np.ndarray) -> AdamState:
         """Fresh state for weights ``W``."""
         W = as_array("W", W, ndim=2)
         if 0 in W.shape:
@@ -343,7 +334,7 @@ def adam_step(
     -------
     (W_next, state_next)
     """
-    model = _check_model(model)
+    model = nqf("model", model)
     W = model._W(W)
     if not isinstance(state, AdamState):
         raise TypeError(
@@ -354,8 +345,8 @@ def adam_step(
     lr = positive("lr", lr)
     if not isinstance(betas, tuple) or len(betas) != 2:
         raise TypeError(f"betas must be a tuple (beta1, beta2), got {betas!r}")
-    b1 = _unit_interval("betas[0]", betas[0])
-    b2 = _unit_interval("betas[1]", betas[1])
+    b1 = unit_interval("betas[0]", betas[0])
+    b2 = unit_interval("betas[1]", betas[1])
     eps = positive("eps", eps)
     grad = model.grad_W(W, y, batch=batch)
     t = state.t + 1

@@ -114,7 +114,8 @@ def _projectors(projectors: object, p: int) -> tuple[np.ndarray, np.ndarray]:
     err = np.abs(products - expected).max()
     if err > PROJECTOR_ATOL:
         raise ValueError(
-            f"projectors must satisfy Pi_a Pi_b = delta_ab Pi_a (Theorem 16); max error {err:.3g}"
+            "projectors must satisfy Pi_a Pi_b = delta_ab Pi_a (Theorem "
+            f"16); max error {err:.3g}"
         )
     ranks = np.einsum("aii->a", Pi)
     if np.any(ranks < 0.5):
@@ -143,7 +144,8 @@ def empirical_covariance(A: object, X: object) -> np.ndarray:
     X = as_array("X", X)
     if X.ndim < 2 or X.shape[-2:] != A.shape[1:]:
         raise ValueError(
-            f"X must have shape (..., {A.shape[1]}, {A.shape[2]}), got {X.shape}"
+            f"X must have shape (..., {A.shape[1]}, {A.shape[2]}), got "
+            f"{X.shape}"
         )
     inner = np.einsum("nij,...ij->...n", A, X)
     return (4.0 / A.shape[0]) * np.einsum("...n,nij->...ij", inner, A)
@@ -317,7 +319,8 @@ def projector_data(
         or not np.issubdtype(ranks_arr.dtype, np.integer)
     ):
         raise TypeError(
-            f"ranks must be a non-empty 1-D sequence of integers, got {ranks!r}"
+            "ranks must be a non-empty 1-D sequence of integers, got "
+            f"{ranks!r}"
         )
     if np.any(ranks_arr < 1):
         raise ValueError(f"ranks must all be >= 1, got {ranks_arr.tolist()}")
@@ -337,7 +340,8 @@ def projector_data(
         )
     if m < R + (noise > 0):
         raise ValueError(
-            f"m must be >= {R + (noise > 0)} for {R} projectors (noise = {noise:g})"
+            f"m must be >= {R + (noise > 0)} for {R} projectors (noise = "
+            f"{noise:g})"
         )
     g = generator("rng", rng)
     if g is None:
@@ -431,11 +435,10 @@ def span_start(
     start of Theorem 16).
 
     With ``U_a`` an orthonormal basis of the range of ``Pi_a`` (``p x rank_a``)
-    and a random ``O`` (``sum_a rank_a x d``) with orthonormal rows, ``W(0) =
-    [sqrt(z_1) U_1,
-    ..., sqrt(z_R) U_R] O``.  Its columns point in random directions of the span (the
-    start is not aligned with any basis), yet ``M(0)`` is exactly the one of
-    Eq. 255 at ``t = 0``.
+    and a random ``O`` (``sum_a rank_a x d``) with orthonormal rows,
+    ``W(0) = [sqrt(z_1) U_1, ..., sqrt(z_R) U_R] O``.  Its columns point in
+    random directions of the span (the start is not aligned with any basis),
+    yet ``M(0)`` is exactly the one of Eq. 255 at ``t = 0``.
 
     Parameters
     ----------
@@ -462,7 +465,8 @@ def span_start(
     total = round(float(ranks.sum()))
     if d < total:
         raise ValueError(
-            f"d must be >= the summed ranks of the projectors ({total}), got {d}"
+            f"d must be >= the summed ranks of the projectors ({total}), "
+            f"got {d}"
         )
     g = generator("rng", rng)
     if g is None:

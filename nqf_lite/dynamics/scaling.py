@@ -17,8 +17,9 @@ staircase, the log-log slope fitter, the data of Fig. 3 (right) and the one-hot
 quadratic network (App. C, Eq. 299).  The Fourier MLP of Eq. 50 lives in
 :mod:`nqf_lite.expansion.models.fourier`.
 
-``excess_loss`` (Eq. 163) lives in :mod:`nqf_lite.dynamics.solvable` and is
-re-exported here.
+``excess_loss`` (Eq. 163) lives in :mod:`nqf_lite.dynamics.solvable` and the
+log-log slope fitter in :mod:`nqf_lite.dynamics.loglog`; both are re-exported
+here.
 """
 
 from __future__ import annotations
@@ -29,47 +30,37 @@ import numpy as np
 
 from nqf_lite._checks import (
     as_array,
-    check_shape,
+    broadcast,
+    glv_rates,
     integer,
     nonnegative,
+    number,
     positive,
+    vector,
 )
-from nqf_lite._checks import vector as _vector
-from nqf_lite.dynamics.solvable import _rates, excess_loss
+from nqf_lite.dynamics.loglog import (
+    LogLogFit,
+    fit_loglog_slope,
+    fit_loglog_slopes,
+)
+from nqf_lite.dynamics.solvable.switch_on import excess_loss
 
 __all__ = [
-    "scaling_exponent",
-    "samplewise_exponent",
+    "LogLogFit",
+    "PowerLawModes",
     "effective_slope",
     "effective_slope_at_time",
-    "ntk_drift_exponent",
-    "is_lazy",
     "excess_loss",
-    "staircase_loss",
-    "LogLogFit",
     "fit_loglog_slope",
     "fit_loglog_slopes",
-    "PowerLawModes",
-    "powerlaw_modes",
+    "is_lazy",
+    "ntk_drift_exponent",
     "onehot_quadratic_gd",
+    "powerlaw_modes",
+    "samplewise_exponent",
+    "scaling_exponent",
+    "staircase_loss",
 ]
-
-
-# -----------------------------------------------------------------------------
-# helpers
-def _steps(name: str, value: object) -> int:
-    return integer(name, value, minimum=1)
-
-
-def _number(name: str, value: object) -> float:
-    """A finite real number (a 0-d array counts; bool, complex, str and longer
-    arrays are refused)."""
-    arr = as_array(name, value)
-    if arr.ndim:
-        raise TypeError(
-            f"{name} must be a single number, got an array of shape {arr.shape}"
-        )
-    return float(arr)
 
 
 # -----------------------------------------------------------------------------
@@ -85,12 +76,7 @@ def _exponents(
         )
     if np.any(a2 <= 0):
         raise ValueError(f"alpha2 must be > 0, got {a2.min():g}")
-    try:
-        return np.broadcast_arrays(a1, a2)
-    except ValueError as exc:
-        raise ValueError(
-            f"alpha1 and alpha2 must broadcast together, got shapes {a1.shape}, {a2.shape}"
-        ) from exc
+    return broadcast("alpha1 and alpha2", a1, a2)
 
 
 def scaling_exponent(alpha1: object, alpha2: object) -> np.ndarray:
@@ -198,9 +184,9 @@ def effective_slope(
         Eq. 290 has no switch-on, or if ``t_k`` of Eq. 290 fails to increase
         with ``k``.
     """
-    alpha1, alpha2 = _number("alpha1", alpha1), _number("alpha2", alpha2)
+    alpha1, alpha2 = number("alpha1", alpha1), number("alpha2", alpha2)
     base = scaling_exponent(alpha1, alpha2)
-    r, c = _rates(r, C)
+    r, c = glv_rates(r, C)
     eps = as_array("eps", eps)
     beta0 = nonnegative("beta0", beta0)
     if np.any(r <= 0) or np.any(c <= 0):
@@ -221,22 +207,18 @@ def effective_slope(
             raise ValueError(
                 f"k must hold mode indices >= 1, got min {k.min():g}"
             )
-    try:
-        r, c, eps, k = np.broadcast_arrays(r, c, eps, k)
-    except ValueError as exc:
-        raise ValueError(
-            f"r, C, eps and k must broadcast together, got shapes {r.shape}, {c.shape}, "
-            f"{eps.shape}, {k.shape}"
-        ) from exc
+    r, c, eps, k = broadcast("r, C, eps and k", r, c, eps, k)
     log_ratio = np.log(r / c) - np.log(eps) + beta0 * np.log(k)
     if np.any(log_ratio <= 0):
         raise ValueError(
-            "eps too large: every mode must start below saturation, eps k^-beta0 < r_k/C_kk"
+            "eps too large: every mode must start below saturation, eps "
+            "k^-beta0 < r_k/C_kk"
         )
     denom = alpha2 - (alpha1 - alpha2 - beta0) / log_ratio
     if np.any(denom <= 0):
         raise ValueError(
-            "eps too large: t_k of Eq. 290 does not increase with k (d ln t/d ln k <= 0)"
+            "eps too large: t_k of Eq. 290 does not increase with k (d ln "
+            "t/d ln k <= 0)"
         )
     return (base * alpha2 / denom)[()]
 
@@ -300,7 +282,7 @@ def effective_slope_at_time(
         If the bracket's denominator is ``<= 0`` (``t`` too large for the
         power-law window).
     """
-    alpha1, alpha2 = _number("alpha1", alpha1), _number("alpha2", alpha2)
+    alpha1, alpha2 = number("alpha1", alpha1), number("alpha2", alpha2)
     base = scaling_exponent(alpha1, alpha2)
     t = as_array("t", t)
     eps = as_array("eps", eps)
@@ -320,7 +302,8 @@ def effective_slope_at_time(
     )
     if np.any(denom <= 0):
         raise ValueError(
-            "t too large for Eq. 295: the switch-on product zeta t of Eq. 294 is <= 0"
+            "t too large for Eq. 295: the switch-on product zeta t of Eq. "
+            "294 is <= 0"
         )
     return (base * (1.0 + alpha / denom))[()]
 
@@ -346,8 +329,8 @@ def staircase_loss(tau: object, r: object, V: object) -> np.ndarray:
     ndarray, shape (T,)
     """
     tau = as_array("tau", tau, ndim=1)
-    r = _vector("r", r)
-    V = _vector("V", V, r.size)
+    r = vector("r", r)
+    V = vector("V", V, r.size)
     if np.any(tau < 0):
         raise ValueError("tau must be >= 0")
     if np.any(r <= 0):
@@ -420,113 +403,6 @@ def is_lazy(alpha_A: object, alpha_B: object) -> np.ndarray:
 
 
 # -----------------------------------------------------------------------------
-# slope fit
-class LogLogFit(NamedTuple):
-    """Least-squares line ``ln L = slope ln t + intercept`` over a window."""
-
-    slope: float
-    intercept: float
-    decades: float
-
-
-def fit_loglog_slope(
-    t: object, L: object, window: tuple[float, float], n: int = 100
-) -> LogLogFit:
-    """Fit a power law ``L ∝ t^slope`` on the window ``[t_lo, t_hi]``.
-
-    ``ln L`` is interpolated linearly in ``ln t`` onto ``n`` log-uniform points
-    of the window, so the fit weights every decade equally whatever the
-    sampling of ``t`` (e.g. one record per GD step).  The loss exponent is
-    ``-slope``.
-
-    Parameters
-    ----------
-    t : array_like, shape (T,)
-        Strictly increasing positive times.
-    L : array_like, shape (T,)
-        Positive losses.
-    window : (float, float)
-        ``0 < t_lo < t_hi`` inside ``[t[0], t[-1]]``.
-    n : int
-        Number of fit points (``>= 2``).
-
-    Returns
-    -------
-    LogLogFit
-        ``slope``, ``intercept`` and ``decades = log10(t_hi/t_lo)``.
-    """
-    t = _vector("t", t)
-    L = _vector("L", L, t.size)
-    if np.any(t <= 0) or np.any(np.diff(t) <= 0):
-        raise ValueError("t must be positive and strictly increasing")
-    if np.any(L <= 0):
-        raise ValueError("L must be > 0 to take logarithms")
-    try:
-        lo, hi = (float(w) for w in window)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"window must be a pair (t_lo, t_hi), got {window!r}"
-        ) from exc
-    if not (0 < lo < hi):
-        raise ValueError(
-            f"window must satisfy 0 < t_lo < t_hi, got {window!r}"
-        )
-    if lo < t[0] or hi > t[-1]:
-        raise ValueError(
-            f"window {window!r} must lie inside the sampled range [{t[0]:.4g}, {t[-1]:.4g}]"
-        )
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"n must be an integer >= 2, got {n!r}")
-    lt = np.linspace(np.log(lo), np.log(hi), n)
-    ll = np.interp(lt, np.log(t), np.log(L))
-    slope, intercept = np.polyfit(lt, ll, 1)
-    return LogLogFit(float(slope), float(intercept), float(np.log10(hi / lo)))
-
-
-def fit_loglog_slopes(
-    t: object, L: object, windows: object, n: int = 100
-) -> np.ndarray:
-    """:func:`fit_loglog_slope` for every column of ``L``: one curve per run,
-    each on its window.
-
-    Parameters
-    ----------
-    t : array_like, shape (T,)
-        Strictly increasing positive times, shared by all curves.
-    L : array_like, shape (T, N)
-        Positive losses, one curve per column.
-    windows : array_like, shape (2,) or (N, 2)
-        One window ``(t_lo, t_hi)`` for every curve, or one per curve (row
-        ``j`` for column ``j``), e.g. the switch-on times of each run's own
-        modes.
-    n : int
-        Number of fit points per curve.
-
-    Returns
-    -------
-    ndarray, shape (N,)
-        The fitted slopes (loss exponents are their negatives).
-    """
-    L = as_array("L", L, ndim=2)
-    if 0 in L.shape:
-        raise ValueError(
-            f"L must hold at least one time and one curve, shape (T, N), got {L.shape}"
-        )
-    w = as_array("windows", windows, ndim=(1, 2))
-    if w.ndim == 1:
-        check_shape("windows", w, (2,))
-        w = np.broadcast_to(w, (L.shape[1], 2))
-    else:
-        check_shape("windows", w, (L.shape[1], 2))
-    return np.array(
-        [
-            fit_loglog_slope(t, L[:, j], tuple(w[j]), n).slope
-            for j in range(L.shape[1])
-        ]
-    )
-
-
-# -----------------------------------------------------------------------------
 # Fig. 3 right / one-hot data
 class PowerLawModes(NamedTuple):
     """Diagonal power-law data of Fig. 3 (right), App. C.
@@ -567,8 +443,8 @@ def powerlaw_modes(m: int, alpha1: float, alpha2: float) -> PowerLawModes:
     -------
     PowerLawModes
     """
-    m = _steps("m", m)
-    alpha1, alpha2 = _number("alpha1", alpha1), _number("alpha2", alpha2)
+    m = integer("m", m)
+    alpha1, alpha2 = number("alpha1", alpha1), number("alpha2", alpha2)
     scaling_exponent(alpha1, alpha2)  # validates the exponents
     k = np.arange(1, m + 1, dtype=float)
     r = k**-alpha2
@@ -613,18 +489,18 @@ def onehot_quadratic_gd(
     z : ndarray, shape (S, m)
         Mode abundances ``z_n = |w_n|^2 = M_nn``.
     """
-    a = _vector("a", a)
+    a = vector("a", a)
     if np.any(a <= 0):
         raise ValueError("a must be > 0 (squared input norms)")
-    y = _vector("y", y, a.size)
+    y = vector("y", y, a.size)
     W = as_array("W0", W0, ndim=2).copy()
     if W.shape[0] != a.size:
         raise ValueError(
             f"W0 must have {a.size} rows (one per sample), got shape {W.shape}"
         )
     lr = positive("lr", lr)
-    n_steps = _steps("n_steps", n_steps)
-    every = _steps("every", every)
+    n_steps = integer("n_steps", n_steps)
+    every = integer("every", every)
     m = a.size
     steps = np.arange(0, n_steps + 1, every)
     z = np.empty((steps.size, m))

@@ -32,8 +32,9 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, vmap
 
+from nqf_lite._checks import integer, positive
 from nqf_lite.expansion.models import blocks
-from nqf_lite.expansion.models.blocks import Network, _int, _pos
+from nqf_lite.expansion.models.blocks import Network
 from nqf_lite.experiments.train import optimizer
 
 __all__ = [
@@ -244,7 +245,8 @@ def _networks(nets: object) -> list[blocks.Network]:
     first = nets[0]
     if not isinstance(first, Network) or first.is_twin:
         raise TypeError(
-            "nets must hold networks of nqf_lite.expansion.models (not twins), "
+            "nets must hold networks of nqf_lite.expansion.models (not "
+            "twins), "
             f"got {type(first).__name__}"
         )
     if any(type(net) is not type(first) or net.is_twin for net in nets):
@@ -349,9 +351,9 @@ def train_ensemble(
     optimizer(
         optimizer_name, [torch.zeros(1, requires_grad=True)], 1.0
     )  # validates the name
-    lr = _pos("lr", lr)
-    steps = _int("steps", steps, low=0)
-    record_every = _int("record_every", record_every)
+    lr = positive("lr", lr)
+    steps = integer("steps", steps, minimum=0)
+    record_every = integer("record_every", record_every)
     for name, pair in (("evaluate", evaluate), ("test", test)):
         if pair is not None and not (
             isinstance(pair, (tuple, list)) and len(pair) == 2
