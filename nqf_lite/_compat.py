@@ -53,7 +53,9 @@ class _Alias(importlib.abc.Loader):
     def __init__(self, target: str) -> None:
         self.target = target
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+    def create_module(
+        self, spec: importlib.machinery.ModuleSpec
+    ) -> ModuleType:
         module = importlib.import_module(self.target)
         self._spec = module.__spec__
         return module

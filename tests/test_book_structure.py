@@ -73,7 +73,8 @@ def test_chapter_is_valid_nbformat_with_unique_cell_ids(path):
         c.get("id") for c in cells(path)
     ]  # the file as committed: nbformat.read fills missing ids in
     assert None not in ids, (
-        f"{path.name}: cells {[i for i, c in enumerate(ids) if c is None]} have no id"
+        f"{path.name}: cells {[i for i, c in enumerate(ids) if c is None]} "
+        "have no id"
     )
     assert len(set(ids)) == len(ids), f"{path.name}: duplicate cell ids"
 
@@ -104,7 +105,8 @@ def test_install_cell_points_at_the_configured_repository(path):
     )
     found = INSTALL_URL.findall(source(first))
     assert found == [want], (
-        f"{path.name}: install cell installs from {found}, _config.yml says {want!r}; "
+        f"{path.name}: install cell installs from {found}, _config.yml says "
+        f"{want!r}; "
         f"run `python scripts/set_repository_url.py {want}`"
     )
 
@@ -208,7 +210,8 @@ def test_chapter_registers_claims_under_its_own_name(path):
 #: accepted until every chapter is migrated.
 CLOSING = re.compile(r"^print\(claims\.summary\(\)\)\s*$", re.M)
 HAND_COUNT = re.compile(
-    r"assert len\(claims\.records\) == \d+.*\n(?:.*\n)*?assert all\(c\.passed for c in claims\.records\)"
+    r"assert len\(claims\.records\) == \d+.*\n(?:.*\n)*?assert all\(c\.passed "
+    r"for c in claims\.records\)"
 )
 
 
@@ -217,7 +220,8 @@ def test_chapter_closes_with_the_claims_summary(path):
     code_cells = [c for c in cells(path) if c["cell_type"] == "code"]
     last = source(code_cells[-1]) + "\n"
     assert CLOSING.search(last) or HAND_COUNT.search(last), (
-        f"{path.name}: the last code cell must be `print(claims.summary())`, got:\n{last}"
+        f"{path.name}: the last code cell must be `print(claims.summary())`, "
+        f"got:\n{last}"
     )
 
 

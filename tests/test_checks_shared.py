@@ -68,10 +68,18 @@ BAD = [
     (lambda: C.sequence("Ws", np.ones(2)), TypeError, "Ws must be a list"),
     (lambda: C.sequence("Ws", "ab"), TypeError, "Ws must be a list"),
     (lambda: C.sequence("Ws", torch.ones(2)), TypeError, "Ws must be"),
-    (lambda: C.tensor("x", [1j]), TypeError, "x must be a real"),
-    (lambda: C.tensor("x", torch.ones(2) > 0), TypeError, "x must be"),
-    (lambda: C.tensor("x", torch.tensor([NAN])), ValueError, "x contains"),
-    (lambda: C.tensor("x", [1.0], ndim_min=2), ValueError, "x must have"),
+    (lambda: C.torch_tensor("x", [1j]), TypeError, "x must be a real"),
+    (lambda: C.torch_tensor("x", torch.ones(2) > 0), TypeError, "x must be"),
+    (
+        lambda: C.torch_tensor("x", torch.tensor([NAN])),
+        ValueError,
+        "x contains",
+    ),
+    (
+        lambda: C.torch_tensor("x", [1.0], ndim_min=2),
+        ValueError,
+        "x must have",
+    ),
     (lambda: C.model_input("x", [np.ones(1), [1j]]), TypeError, "x[1][0]"),
     (lambda: C.model_input("x", (np.array([NAN]),)), ValueError, "x[0]"),
     (lambda: C.model_input("x", torch.ones(1) > 0), TypeError, "x must"),
@@ -95,8 +103,8 @@ def test_good_input_comes_back():
     assert r.tolist() == [1.0, 2.0] and c.tolist() == [3.0, 4.0]
     assert C.sequence("Ws", (1, 2)) == [1, 2]
     W = torch.ones(2, 2, requires_grad=True)
-    assert C.tensor("W", W, differentiated=True) is W
-    assert C.tensor("W", [[1, 2]]).dtype == torch.float64
+    assert C.torch_tensor("W", W, differentiated=True) is W
+    assert C.torch_tensor("W", [[1, 2]]).dtype == torch.float64
     C.model_input("x", [None, "text", np.ones(2)])  # the model's to read
 
 

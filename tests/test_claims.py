@@ -203,7 +203,8 @@ def test_kind_is_recorded_and_counted_apart(claims_dir):
         "code",
     ]
     assert c.summary().startswith(
-        "1 prediction checked, all pass (0 on ensembles of seeds), and 1 check of the code"
+        "1 prediction checked, all pass (0 on ensembles of seeds), and 1 "
+        "check of the code"
     )
     with pytest.raises(ValueError, match="kind"):
         c.check("z", "s", 1.0, at_most=2.0, kind="theory")
@@ -320,8 +321,10 @@ def test_identity_kind_and_seed_are_recorded(claims_dir, monkeypatch):
     assert [r["kind"] for r in recs] == ["prediction", "identity", "code"]
     assert [r["seed"] for r in recs] == [7, 7, 7]
     assert c.summary() == (
-        "1 prediction checked, all pass (1 on ensembles of seeds), 1 identity checked by an "
-        "independent route, and 1 check of the code; every claim is listed in the claims ledger."
+        "1 prediction checked, all pass (1 on ensembles of seeds), 1 identity "
+        "checked by an "
+        "independent route, and 1 check of the code; every claim is listed in "
+        "the claims ledger."
     )
 
 

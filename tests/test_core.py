@@ -91,7 +91,7 @@ def test_moments_rejects_bad_input():
         moments(np.array([[1.0, np.nan]]))
 
 
-# ------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 # expand
 def test_expand_tanh_mlp_matches_proposition_1():
     x = torch.tensor([0.3, -1.2, 0.7, 2.0])
@@ -624,7 +624,7 @@ def test_train_rejects_bad_input(rng):
         model.train(100 * W, y, 10.0, 50)
 
 
-# ------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 # random_nqf
 @pytest.mark.parametrize("V", [None, 2])
 def test_random_nqf_shapes_symmetry_subspace(V):

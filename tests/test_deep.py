@@ -218,7 +218,7 @@ def softmax_attention_2layer(X, W_Q1, W_K1, W_V1, W_O1, W_Q2, W_K2, W_V2, v):
     return v @ W_V2 @ H.T @ a2
 
 
-def test_two_attention_layers_are_the_small_weight_limit_of_softmax_attention():
+def test_two_attention_layers_are_softmax_attention_at_small_weights():
     # f(eps W) = eps^4 f_NQF + O(eps^6): the relative error falls 4x when eps
     # halves
     N, D = 6, 3
@@ -781,7 +781,7 @@ def test_odd_depth_stack_is_the_small_weight_limit_of_the_tanh_mlp():
     assert abs(slope - 5.0) < 0.15
 
 
-def test_mlp_stack_closed_recursion_with_a_linear_layer_equals_explicit_training():
+def test_mlp_stack_closed_recursion_with_linear_layer_equals_training():
     model = DeepNQF.mlp(
         [3, 4, 5, 2]
     )  # a block and a LinearLayer (g != 0: the width enters via d v)

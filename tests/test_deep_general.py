@@ -209,7 +209,7 @@ def closed_update(M, mu, v, H, d, lr):
     return M + dM, mu + dmu
 
 
-def test_closed_recursion_from_eqs_224_225_equals_gd_on_the_weights_at_its_width_only():
+def test_recursion_of_eqs_224_225_equals_gd_at_its_width_only():
     model = general_stack(seed=4)
     x, y, Ws = problem(seed=4, widths=(5, 8))
     lr, steps = 0.05, 20

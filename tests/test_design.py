@@ -158,7 +158,7 @@ def test_plateaus_of_competing_modes_are_glv_fixed_points():
     assert abs(fc.plateaus[-1] - np.mean((lam @ z - y) ** 2)) <= 1e-8
 
 
-def test_commuting_error_zero_for_rotated_commuting_data_with_degenerate_rates():
+def test_commuting_error_zero_for_rotated_data_with_degenerate_rates():
     p, m = 4, 5
     Q = ortho_group.rvs(p, random_state=1)
     rng = np.random.default_rng(2)

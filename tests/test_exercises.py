@@ -59,7 +59,8 @@ def coding_exercises(path: Path) -> list[tuple[str, list[dict]]]:
             continue
         m = CHECK_CALL.search(_src(cell))
         assert m, (
-            f"{path.name}: check cell {cell.get('id')} does not call check('ex-...', ...)"
+            f"{path.name}: check cell {cell.get('id')} does not call "
+            "check('ex-...', ...)"
         )
         key = m.group(1)
         start = next(
@@ -74,13 +75,14 @@ def coding_exercises(path: Path) -> list[tuple[str, list[dict]]]:
             None,
         )
         assert start is not None, (
-            f"{path.name}: no exercise box labelled {key} before its check cell"
+            f"{path.name}: no exercise box labelled {key} before its check "
+            "cell"
         )
         out.append((key, cells[start : i + 1]))
     return out
 
 
-# -------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 # the registry
 
 
@@ -170,10 +172,12 @@ def test_equations_are_cited_as_the_pages_number_them():
             label in book.labels and book.labels[label].kind == "equation"
         ), f"no equation {label}"
         assert book.labels[label].number == number, (
-            f"{label} is Eq. ({book.labels[label].number}) in the book, EQUATIONS says ({number})"
+            f"{label} is Eq. ({book.labels[label].number}) in the book, "
+            f"EQUATIONS says ({number})"
         )
     paper_style = re.compile(
-        r"\bEqs?\.\s*\d|\bEq\s*\d|\bProp\.\s*\d+\s*(?!of the paper)|\bApp\.\s*[A-C]"
+        r"\bEqs?\.\s*\d|\bEq\s*\d|\bProp\.\s*\d+\s*(?!of the "
+        r"paper)|\bApp\.\s*[A-C]"
     )
     texts = [(k, e.task) for k, e in EXERCISES.items()]
     for key, exercise in EXERCISES.items():
@@ -208,7 +212,8 @@ def test_every_exercise_is_in_its_chapter_with_scaffold_solution_and_check(
     assert paths, f"{key}: no chapter {chapter}"
     homes = [p for p in paths if key in dict(coding_exercises(p))]
     assert len(homes) == 1, (
-        f"{key}: check cells in {[p.name for p in homes]}, want one page of chapter {chapter}"
+        f"{key}: check cells in {[p.name for p in homes]}, want one page of "
+        f"chapter {chapter}"
     )
     block = dict(coding_exercises(homes[0]))[key]
     scaffold = [c for c in block if "scaffold" in _tags(c)]
@@ -241,7 +246,7 @@ def test_each_chapter_has_two_coding_exercises(path):
     )
 
 
-# ----------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 # check()
 
 

@@ -28,7 +28,7 @@ from nqf_lite.deep import higher_order as HO
 from nqf_lite.dynamics import momentum as MO
 from nqf_lite.dynamics import scaling as SC
 from nqf_lite.dynamics import solvable as S
-from nqf_lite.experiments import pair, teacher
+from nqf_lite.experiments import teacher
 from nqf_lite.experiments import train as TR
 from nqf_lite.expansion.models import attention as AT
 from nqf_lite.expansion.models import blocks as BL
@@ -768,7 +768,7 @@ def test_make_accepts_every_size_in_range_and_refuses_every_size_out_of_it(
 
 @SETTINGS
 @given(st.integers(1, 5), st.integers(1, 6), st.integers(0, 2**31 - 1))
-def test_deep_order_parameters_accept_every_gram_matrix_and_refuse_indefinite_ones(
+def test_deep_order_parameters_take_gram_matrices_refuse_indefinite(
     p, d, seed
 ):
     layer = DP.LinearLayer(p, 1)

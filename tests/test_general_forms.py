@@ -168,7 +168,7 @@ def _learning_curve(steps, rate=0.02, floor=0.7):
     return floor + (1 - floor) * np.exp(-rate * steps)
 
 
-def test_ch3_attention_tracking_fraction_rejects_half_speed_and_frozen_models():
+def test_ch3_attention_tracking_rejects_half_speed_and_frozen_models():
     steps = np.arange(0, 101, 10.0)
     net = _learning_curve(steps)
     twin = net * (1 + 0.002 * np.sin(steps))  # a twin that tracks

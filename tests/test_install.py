@@ -154,7 +154,8 @@ def test_colab_python_is_declared():
     project = _pyproject()["project"]
     colab = Version(colab_env.python_version(COLAB_DIR / "os-info.txt"))
     assert SpecifierSet(project["requires-python"]).contains(colab), (
-        f"requires-python {project['requires-python']} excludes Colab's Python {colab}"
+        f"requires-python {project['requires-python']} excludes Colab's "
+        f"Python {colab}"
     )
     declared = {
         c.rsplit(" :: ", 1)[-1]
@@ -170,7 +171,8 @@ def test_read_freeze_reads_versions_from_wheel_urls(tmp_path):
     freeze = tmp_path / "f.txt"
     freeze.write_text(
         "# comment\nNumPy==2.1.3\n"
-        "torch @ https://example.org/whl/cpu/torch-2.11.0%2Bcpu-cp313-cp313-manylinux_2_28_x86_64.whl\n"
+        "torch @ "
+        "https://example.org/whl/cpu/torch-2.11.0%2Bcpu-cp313-cp313-manylinux_2_28_x86_64.whl\n"
         "google-colab @ file:///colabtools/dist/google_colab-1.0.0.tar.gz\n"
     )
     got = colab_env.read_freeze(freeze)
@@ -248,7 +250,8 @@ def test_installing_into_colab_changes_nothing(tmp_path, freeze):
         python, f"nqf_lite[book] @ git+file://{ROOT}", tmp_path / "report.json"
     )
     assert set(planned) == {"nqf_lite"}, (
-        f"installing nqf_lite into Colab would also install or replace {planned}"
+        "installing nqf_lite into Colab would also install or replace "
+        f"{planned}"
     )
 
 

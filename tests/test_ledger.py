@@ -101,11 +101,13 @@ def test_summary_counts_tight_claims():
         _old("d"),
     ]
     assert cl.summary_text(recs) == (
-        "4 predictions of the theory checked in 1 chapter: all pass. ⚠ 2 use more than 80% of their tolerance."
+        "4 predictions of the theory checked in 1 chapter: all pass. ⚠ 2 use "
+        "more than 80% of their tolerance."
     )
     one = [_rec("a", margin=0.1), _rec("b", margin=0.81)]
     assert cl.summary_text(one) == (
-        "2 predictions of the theory checked in 1 chapter: all pass. ⚠ 1 uses more than 80% of its tolerance."
+        "2 predictions of the theory checked in 1 chapter: all pass. ⚠ 1 uses "
+        "more than 80% of its tolerance."
     )
     assert (
         cl.summary_text([_rec("a", margin=0.8), _old("b")])
@@ -116,7 +118,8 @@ def test_summary_counts_tight_claims():
 def test_summary_does_not_count_failed_claims_as_tight():
     recs = [_rec("a", margin=0.9), _rec("b", passed=False, margin=3.0)]
     assert cl.summary_text(recs) == (
-        "2 predictions of the theory checked in 1 chapter: 1 FAIL. ⚠ 1 uses more than 80% of its tolerance."
+        "2 predictions of the theory checked in 1 chapter: 1 FAIL. ⚠ 1 uses "
+        "more than 80% of its tolerance."
     )
 
 
@@ -166,7 +169,8 @@ def test_summary_counts_predictions_and_code_checks_apart():
         _rec("d", chapter="02_b"),
     ]
     assert cl.summary_text(recs) == (
-        "2 predictions of the theory and 2 checks of the code checked in 2 chapters: all pass."
+        "2 predictions of the theory and 2 checks of the code checked in 2 "
+        "chapters: all pass."
     )
     assert (
         cl.chapter_summary(recs[:3])
@@ -184,11 +188,14 @@ def test_sections_fold_each_chapter_and_separate_code_checks():
     out = cl.ledger_sections(recs, links.get)
     raws = [n.astext() for n in out if isinstance(n, nodes.raw)]
     assert raws[0] == (
-        '<details class="claims-chapter-group"><summary><a href="../notebooks/01_a.html">'
-        "1. A &lt;b&gt;</a> — 1 prediction and 1 check of the code: all pass</summary>"
+        '<details class="claims-chapter-group"><summary><a '
+        'href="../notebooks/01_a.html">'
+        "1. A &lt;b&gt;</a> — 1 prediction and 1 check of the code: all "
+        "pass</summary>"
     )
     assert raws[2].startswith(
-        '<details class="claims-chapter-group" open><summary>02_b — 1 prediction: 1 FAIL'
+        '<details class="claims-chapter-group" open><summary>02_b — 1 '
+        "prediction: 1 FAIL"
     )
     tables = [n for n in out if isinstance(n, nodes.table)]
     keys = [
@@ -244,7 +251,8 @@ def test_summary_counts_identities_apart():
         _rec("e", chapter="02_b"),
     ]
     assert cl.summary_text(recs) == (
-        "2 predictions of the theory, 2 identities and 1 check of the code checked in 2 chapters: all pass."
+        "2 predictions of the theory, 2 identities and 1 check of the code "
+        "checked in 2 chapters: all pass."
     )
     assert (
         cl.chapter_summary(recs[:2]) == "1 prediction and 1 identity: all pass"
@@ -281,7 +289,8 @@ def test_book_results_are_listed_and_marked():
     (fold,) = cl.book_results(recs, {"01_a": ("1. A", "a.html")}.get)
     text = fold.astext()
     assert text.startswith(
-        '<details class="claims-book-results"><summary>Source: this book — 2 claims'
+        '<details class="claims-book-results"><summary>Source: this book — 2 '
+        "claims"
     )
     assert '<a href="#claim-01-a-b"><code>b</code></a> (1. A)' in text
     assert (

@@ -290,7 +290,8 @@ def test_descend_refuses_inputs_that_are_not_real_weights_and_losses():
         descend(np.ones(2), lambda W: 1.0, 0.1, 3)
     with pytest.raises(
         TypeError,
-        match=r"loss\(W\) must return a real scalar tensor, got a torch.float64 tensor of shape \(2,\)",
+        match=r"loss\(W\) must return a real scalar tensor, got a "
+        r"torch.float64 tensor of shape \(2,\)",
     ):
         descend(np.ones(2), lambda W: W**2, 0.1, 3)
     with pytest.raises(TypeError, match=r"lr must be a positive number"):

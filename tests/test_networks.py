@@ -12,7 +12,6 @@ import torch
 from nqf_lite import expand
 from nqf_lite.expansion import models as ar
 from nqf_lite.experiments import pair, teacher
-from nqf_lite.experiments import train as tr
 
 DT = torch.float64
 

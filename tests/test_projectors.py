@@ -460,7 +460,7 @@ def test_linear_network_coefficients_beyond_whitened_inputs():
     )
 
 
-def test_linear_network_coefficients_flag_a_teacher_off_the_covariance_eigenvectors():
+def test_linear_network_coefficients_flag_a_teacher_off_eigenvectors():
     sigma, s = np.array([0.5, 2.0, 1.3, 0.7]), np.array([1.5, 0.4])
     co = pj.linear_network_coefficients(
         *_linear_network_data(sigma, s, aligned=False)

@@ -50,7 +50,7 @@ def _labels(rng, m, V):
     return rng.standard_normal((m,) if V is None else (m, V))
 
 
-# ------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 # Theorem 2
 @SETTINGS
 @given(
@@ -136,7 +136,7 @@ def test_realisable_exactly_at_the_widths_that_hold_the_moments(seed, p, d):
             )
 
 
-# ------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 # Theorem 3
 @SETTINGS
 @given(
@@ -194,7 +194,7 @@ def test_compression_with_g_A_B_in_different_subspaces(
     assert np.max(np.abs(f - fs)) <= 1e-10 * (1 + np.max(np.abs(f)))
 
 
-# ------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 # Theorem 1
 def _random_module(seed: int, p: int, n_units: int):
     """A random smooth S_d-symmetric module: per-neuron polynomial and tanh
@@ -268,7 +268,7 @@ def test_expand_against_finite_differences(seed, p, n_units, x):
     assert abs(float(e.f0) - F(np.zeros(n))) < 1e-14
 
 
-# ------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 # broadcasting
 @SETTINGS
 @given(

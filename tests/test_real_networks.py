@@ -161,7 +161,8 @@ def test_an_unbalanced_start_is_warned_about():
         warnings.simplefilter("ignore")
         with pytest.raises(
             ValueError,
-            match=r"not balanced: max_i \| \|w_in,i\|\^2 - \|w_out,i\|\^2 \| = 4",
+            match=r"not balanced: max_i \| \|w_in,i\|\^2 - \|w_out,i\|\^2 \| "
+            r"= 4",
         ):
             predict_learning(net, list(X), y, W0=W0, lr=0.01)
     W0[2] = (
@@ -224,7 +225,8 @@ def _meta_net():
                 [torch.ones(3), torch.ones(3), torch.ones(4)],
                 factored=False,
             ),
-            r"^xs\[2\]: the module cannot be evaluated on x = tensor of shape \(4,\)",
+            r"^xs\[2\]: the module cannot be evaluated on x = tensor of shape "
+            r"\(4,\)",
         ),
         (
             lambda: nl.expand_dataset(

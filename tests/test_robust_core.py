@@ -201,9 +201,9 @@ def test_huge_p_is_refused_up_front_with_the_memory_it_needs():
 
 
 def test_max_bytes_counts_every_output():
-    f = lambda W, x: torch.stack(
-        [(W[0] * W[1]).sum(), (W[0] ** 2).sum(), W.sum()]
-    )  # noqa: E731
+    def f(W, x):
+        return torch.stack([(W[0] * W[1]).sum(), (W[0] ** 2).sum(), W.sum()])
+
     n = 2 * 3  # d p
     assert expand(f, None, 3, max_bytes=8 * 3 * n * n).V == 3
     with pytest.raises(ValueError, match=r"\(3 output\(s\)\).*max_bytes"):
@@ -272,7 +272,7 @@ def test_nqf_methods_accept_tensors_that_require_grad(rng):
     )
 
 
-# ------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 # rtol in (0, 1)
 @pytest.mark.parametrize("rtol", [np.nan, np.inf, 1.0, 1.5, 0.0, -1e-3])
 def test_rtol_outside_the_open_unit_interval_is_refused(rng, rtol):
@@ -333,7 +333,8 @@ def test_closed_step_refuses_an_indefinite_M(rng):
     for d in (2, 10):
         with pytest.raises(
             ValueError,
-            match=rf"not realisable by any width-{d} weights.*positive semi-definite",
+            match=rf"not realisable by any width-{d} weights.*positive "
+            r"semi-definite",
         ):
             model.closed_step(M, np.zeros(5), d, np.zeros(6), 0.1)
 

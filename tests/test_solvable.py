@@ -717,7 +717,6 @@ def test_glv_machinery_is_finite_and_exact_from_1e_1_to_1e_30(eps):
 def test_isotropic_logistic_eq42_against_eq41_and_an_ode():
     """Eq. 42 by hand, Eq. 41 (matrix Riccati solution) and DOP853 on Eq. 143
     agree."""
-    rng = np.random.default_rng(4)
     p, c = 4, 0.3
     Q = ortho_group.rvs(p, random_state=4)
     gamma = np.array([1.2, 0.4, 0.0, -0.5])
@@ -800,7 +799,7 @@ def _explicit_gd(A, y, W0, lr, n_steps, every):
 
 
 @pytest.mark.parametrize("d", [1, 2])
-def test_isotropic_trajectory_rank_deficient_start_against_gd_over_the_whole_run(
+def test_isotropic_trajectory_rank_deficient_start_against_gd(
     d,
 ):
     """Width d < p: e^{2 gamma t} reaches e^{100} within the run, where Eq. 41

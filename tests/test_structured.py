@@ -118,7 +118,7 @@ def test_factored_prediction_is_the_network_to_second_order():
     )  # third order (tanh: fourth)
 
 
-def test_factored_memory_is_that_of_the_inputs_and_dense_is_refused_when_too_big(
+def test_factored_memory_is_the_inputs_and_dense_is_refused_when_too_big(
     monkeypatch,
 ):
     net = nn.Sequential(nn.Linear(30, 8), nn.Tanh(), nn.Linear(8, 4))

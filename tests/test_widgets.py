@@ -336,7 +336,8 @@ def test_import_nqf_lite_does_not_import_widgets_or_ipython():
 
     code = (
         "import sys, nqf_lite, nqf_lite.book.claims, nqf_lite.book.widgets; "
-        "print(sorted(m for m in ('ipywidgets', 'IPython') if m in sys.modules))"
+        "print(sorted(m for m in ('ipywidgets', 'IPython') if m in "
+        "sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],

@@ -34,18 +34,24 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from nqf_lite.book.claim_tables import (
+    CHECK_ARGS,
+    ClaimFailed,
+    ClaimTables,
+    as_float,
+)
 from nqf_lite.book.glue import execution, glue, show_numbers
 
 __all__ = [
     "Claim",
     "ClaimFailed",
     "Claims",
+    "CHECK_ARGS",
     "CLAIMS_DIR_ENV",
     "KINDS",
     "glue",
@@ -56,27 +62,7 @@ CLAIMS_DIR_ENV = "NQF_CLAIMS_DIR"
 #: what a claim is: a prediction of the theory, an exact identity checked by an
 #: independent route, or a check of the code (true by construction)
 KINDS = ("prediction", "identity", "code")
-#: the arguments of :meth:`Claims.check`, the columns a claims table may have
-_CHECK_ARGS = (
-    "key",
-    "statement",
-    "measured",
-    "expected",
-    "atol",
-    "rtol",
-    "at_most",
-    "at_least",
-    "source",
-    "prediction",
-    "n_seeds",
-    "spread",
-    "kind",
-)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
-
-
-class ClaimFailed(AssertionError):
-    """Raised when a measured number disagrees with its prediction."""
 
 
 @dataclass(frozen=True)
@@ -99,21 +85,12 @@ class Claim:
     extra: dict = field(default_factory=dict)
 
 
-def _as_float(name: str, value: object) -> float:
-    try:
-        out = float(np.asarray(value, dtype=float))
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{name} must be a real scalar, got {value!r}"
-        ) from exc
-    return out
-
-
 def _finite_bound(name: str, value: object) -> float:
-    b = _as_float(name, value)
+    b = as_float(name, value)
     if not math.isfinite(b):
         raise ValueError(
-            f"{name} must be finite (a bound that cannot fail checks nothing), got {value!r}"
+            f"{name} must be finite (a bound that cannot fail checks "
+            f"nothing), got {value!r}"
         )
     return b
 
@@ -151,7 +128,7 @@ def _margin(m, expected, atol, rtol, at_most, at_least) -> float | None:
     return None
 
 
-class Claims:
+class Claims(ClaimTables):
     """The ledger of one chapter.
 
     Parameters
@@ -166,7 +143,8 @@ class Claims:
             raise TypeError(f"chapter must be a string, got {chapter!r}")
         if not _NAME.match(chapter):
             raise ValueError(
-                f"chapter must be a file name of letters, digits, '-' and '_' (it names the "
+                "chapter must be a file name of letters, digits, '-' and '_' "
+                "(it names the "
                 f"ledger file in the claims folder), got {chapter!r}"
             )
         self.chapter = chapter
@@ -251,7 +229,7 @@ class Claims:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         self._forget_rerun(key)
-        m = _as_float("measured", measured)
+        m = as_float("measured", measured)
         modes = [
             expected is not None,
             at_most is not None,
@@ -268,13 +246,13 @@ class Claims:
             )
         for name, value in (("atol", atol), ("rtol", rtol)):
             if value is not None and not (
-                math.isfinite(_as_float(name, value)) and value >= 0
+                math.isfinite(as_float(name, value)) and value >= 0
             ):
                 raise ValueError(
                     f"{name} must be finite and >= 0, got {value!r}"
                 )
         if expected is not None:
-            e = _as_float("expected", expected)
+            e = as_float("expected", expected)
             if not math.isfinite(e):
                 raise ValueError(f"expected must be finite, got {expected!r}")
             if atol is None and rtol is None:
@@ -297,7 +275,7 @@ class Claims:
             pred = prediction or f"≥ {b:.3g}"
         passed = bool(passed) and math.isfinite(m)
         n = _n_seeds(n_seeds)
-        sp = None if spread is None else _as_float("spread", spread)
+        sp = None if spread is None else as_float("spread", spread)
         if sp is not None and not (math.isfinite(sp) and sp >= 0):
             raise ValueError(f"spread must be finite and >= 0, got {spread!r}")
         margin = _margin(m, expected, atol, rtol, at_most, at_least)
@@ -330,191 +308,6 @@ class Claims:
                 f"criterion {criterion} not met"
             )
         return m
-
-    def table(
-        self,
-        columns: Sequence[str],
-        rows: Iterable[Sequence[object]],
-        **common: object,
-    ) -> list[float]:
-        """Check a table of claims: one row a claim, one record each.
-
-        A chapter's claims after an experiment are a table, not a wall of
-        calls: ``columns`` names the arguments of :meth:`check` that vary
-        from row to row, ``common`` gives those shared by every row. Each row
-        is checked as :meth:`check` would check it and keeps its own record
-        in the ledger; every row is checked even when an earlier one fails,
-        and one :class:`ClaimFailed` then names all the failed keys.
-
-        Parameters
-        ----------
-        columns : sequence of str
-            Names of :meth:`check`'s arguments, e.g. ``("key", "statement",
-            "measured", "at_most")``; ``key``, ``statement`` and ``measured``
-            must be among ``columns`` or ``common``.
-        rows : iterable of sequences
-            One sequence of values a claim, in the order of ``columns``.
-        **common
-            Arguments of :meth:`check` shared by all rows (``source=``,
-            ``kind=``, a tolerance). A row's own value wins.
-
-        Returns
-        -------
-        list of float
-            The measured values, in row order.
-
-        Examples
-        --------
-        >>> claims.table(  # doctest: +SKIP
-        ...     ("key", "statement", "measured"),
-        ...     [("ch6-C", "C = I", err_C), ("ch6-r", "r recovered", err_r)],
-        ...     at_most=1e-12, source="Eq. 37", kind="code")
-        """
-        columns = tuple(columns)
-        allowed = set(_CHECK_ARGS)
-        unknown = [c for c in (*columns, *common) if c not in allowed]
-        if unknown:
-            raise ValueError(
-                f"columns and common must name arguments of check "
-                f"({', '.join(_CHECK_ARGS)}), got {unknown}"
-            )
-        if len(set(columns)) != len(columns):
-            raise ValueError(f"columns must not repeat a name, got {columns}")
-        missing = [
-            c
-            for c in ("key", "statement", "measured")
-            if c not in columns and c not in common
-        ]
-        if missing:
-            raise ValueError(f"columns or common must give {missing}")
-        rows = [tuple(r) for r in rows]
-        if not rows:
-            raise ValueError("rows must hold at least one claim")
-        for i, row in enumerate(rows):
-            if len(row) != len(columns):
-                raise ValueError(
-                    f"rows[{i}] has {len(row)} values for {len(columns)} "
-                    f"columns {columns}"
-                )
-        values, failures = [], []
-        for row in rows:
-            args = {**common, **dict(zip(columns, row))}
-            key = args.pop("key")
-            statement = args.pop("statement")
-            measured = args.pop("measured")
-            try:
-                values.append(self.check(key, statement, measured, **args))
-            except ClaimFailed as err:
-                failures.append(str(err))
-                values.append(float(measured))
-        if failures:
-            raise ClaimFailed("\n".join(failures))
-        return values
-
-    def slope(
-        self,
-        key: str,
-        statement: str,
-        x: object,
-        y: object,
-        *,
-        expected: float,
-        model_error: float,
-        window: tuple[float, float] | None = None,
-        source: str = "",
-        kind: str = "prediction",
-    ) -> np.ndarray:
-        """Check the mean log-log slope of an ensemble of curves.
-
-        The orders the paper predicts are exponents: the error of the
-        quadratic form falls as ``eps^3`` (``eps^4`` with a per-unit Z2
-        symmetry; Thm 1, Eqs. 2-3), attention's remainder as ``eps^4``
-        (Prop. 2).  Each row ``y[j]`` is one member of an ensemble (a seed,
-        a random draw) measured on the grid ``x``; its slope of ``log y``
-        against ``log x`` is fitted on ``window`` by
-        :func:`nqf_lite.dynamics.scaling.fit_loglog_slopes`.  The claim
-        (one :meth:`check`) is the mean slope over the members, within
-        three standard errors of the mean plus ``model_error``:
-
-        ``|mean - expected| <= 3 sd / sqrt(n) + model_error``,
-
-        recorded with ``n_seeds = n`` members and ``spread = sd`` (sample
-        standard deviation, ``ddof=1``).
-
-        Parameters
-        ----------
-        key, statement : str
-            As for :meth:`check`.
-        x : array_like, shape (T,)
-            Strictly increasing positive grid (a weight scale, a time).
-        y : array_like, shape (n, T)
-            Positive values, one curve a row; ``n >= 2`` members (the
-            tolerance needs their spread).
-        expected : float
-            The predicted exponent.
-        model_error : float
-            Bound (``>= 0``) on the bias of a slope fitted on a finite
-            window, from the next order of the expansion.
-        window : (float, float), optional
-            The fit window inside ``[x[0], x[-1]]``; the whole grid when
-            omitted.
-        source, kind : str
-            As for :meth:`check`.
-
-        Returns
-        -------
-        ndarray, shape (n,)
-            The fitted slope of every member (the claim is their mean).
-
-        Raises
-        ------
-        ClaimFailed
-            If the mean slope misses ``expected`` by more than the
-            tolerance.
-        ValueError
-            If ``y`` is not a 2-D array of at least two rows matching
-            ``x``, ``model_error`` is negative or not finite, or the data
-            or window do not fit (see ``fit_loglog_slope``).
-        """
-        from nqf_lite.dynamics.scaling import fit_loglog_slopes
-
-        t = np.asarray(x, dtype=float)
-        if t.ndim != 1 or t.size < 2:
-            raise ValueError(
-                f"x must be a 1-D grid of >= 2 points, got shape {t.shape}"
-            )
-        curves = np.asarray(y, dtype=float)
-        if curves.ndim != 2 or curves.shape[0] < 2:
-            raise ValueError(
-                "y must be 2-D, one curve a row, with >= 2 rows (the "
-                f"tolerance needs a spread), got shape {curves.shape}"
-            )
-        if curves.shape[1] != t.size:
-            raise ValueError(
-                f"y must have one column per point of x ({t.size}), got "
-                f"shape {curves.shape}"
-            )
-        me = _as_float("model_error", model_error)
-        if not (math.isfinite(me) and me >= 0):
-            raise ValueError(
-                f"model_error must be finite and >= 0, got {model_error!r}"
-            )
-        if window is None:
-            window = (t[0], t[-1])
-        slopes = fit_loglog_slopes(t, curves.T, window)
-        spread = float(np.std(slopes, ddof=1))
-        self.check(
-            key,
-            statement,
-            float(np.mean(slopes)),
-            expected=expected,
-            atol=3 * spread / np.sqrt(len(slopes)) + me,
-            source=source,
-            n_seeds=len(slopes),
-            spread=spread,
-            kind=kind,
-        )
-        return slopes
 
     def _forget_rerun(self, key: str) -> None:
         """Drop the record of ``key`` when a later cell execution checks it
@@ -564,7 +357,10 @@ class Claims:
             f"({ens} on ensembles of seeds)"
         )
         if ident:
-            text += f", {ident} identit{'ies' if ident != 1 else 'y'} checked by an independent route"
+            text += (
+                f", {ident} identit{'ies' if ident != 1 else 'y'} checked by "
+                "an independent route"
+            )
         if code:
             text += f", and {code} check{'s' if code != 1 else ''} of the code"
         return text + "; every claim is listed in the claims ledger."

@@ -47,7 +47,8 @@ def show_numbers(formats: Mapping[str, str]) -> None:
         isinstance(k, str) and isinstance(v, str) for k, v in formats.items()
     ):
         raise TypeError(
-            f"formats must map keys (str) to format specs (str), got {formats!r}"
+            "formats must map keys (str) to format specs (str), got "
+            f"{formats!r}"
         )
     _SHOWN.clear()
     _SHOWN.update(formats)

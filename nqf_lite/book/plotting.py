@@ -256,7 +256,8 @@ def _attach_figure_data() -> None:
         meta = original(fig)
         try:
             data = figure_data(fig)
-        # a broad except on purpose: a figure is still shown when its data cannot be read
+        # a broad except on purpose: a figure is still shown when its data
+        # cannot be read
         except Exception:
             return meta
         return {**(meta or {}), FIGURE_DATA_KEY: data}
@@ -312,7 +313,8 @@ def plot_structure(
     A = np.abs(np.asarray(A, dtype=float))
     if A.shape != (layout.p, layout.p):
         raise ValueError(
-            f"A must have shape ({layout.p}, {layout.p}) for layout {layout.names}, got {A.shape}"
+            f"A must have shape ({layout.p}, {layout.p}) for layout "
+            f"{layout.names}, got {A.shape}"
         )
     im = ax.imshow(A, cmap="Blues", interpolation="nearest")
     centres = []

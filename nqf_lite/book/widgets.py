@@ -195,17 +195,20 @@ def slider_explorer(
         values, Iterable
     ):
         raise TypeError(
-            f"values must be a sequence (list, tuple, 1-D array), got {type(values).__name__}"
+            "values must be a sequence (list, tuple, 1-D array), got "
+            f"{type(values).__name__}"
         )
     try:
         values = list(values)
     except TypeError as exc:  # a 0-d array is iterable in type only
         raise TypeError(
-            f"values must be a sequence (list, tuple, 1-D array), got {values!r}"
+            "values must be a sequence (list, tuple, 1-D array), got "
+            f"{values!r}"
         ) from exc
     if not values:
         raise ValueError(
-            "values must hold at least one slider position, got an empty sequence"
+            "values must hold at least one slider position, got an empty "
+            "sequence"
         )
     if isinstance(index, bool) or not isinstance(index, Integral):
         raise TypeError(f"index must be an int, got {index!r}")
@@ -227,7 +230,8 @@ def slider_explorer(
             ):  # figures render left behind
                 plt.close(num)
             raise TypeError(
-                f"render({v!r}) must return a matplotlib Figure, got {type(fig).__name__}"
+                f"render({v!r}) must return a matplotlib Figure, got "
+                f"{type(fig).__name__}"
             )
         if i == index:
             data = figure_data(fig)

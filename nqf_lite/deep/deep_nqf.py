@@ -86,7 +86,7 @@ import torch
 from nqf_lite._checks import (
     integer,
     sequence,
-    tensor,
+    torch_tensor,
 )
 from nqf_lite.deep.inputs import DeepInputs
 from nqf_lite.deep.layers import (
@@ -239,7 +239,7 @@ class DeepNQF(DeepInputs, DeepTraining):
         neuron, (..., D_L D_{L-1}, 1).
         """
         Ws = [
-            tensor(f"Ws[{l}]", W, 2, differentiated=True)
+            torch_tensor(f"Ws[{l}]", W, 2, differentiated=True)
             for l, W in enumerate(sequence("Ws", Ws))
         ]
         if not Ws:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from nqf_lite._checks import integer, positive, sequence, tensor
+from nqf_lite._checks import integer, positive, sequence, torch_tensor
 from nqf_lite.deep.deep_nqf import DeepNQF, FunctionLayer, LayerStructure
 
 __all__ = [
@@ -154,7 +154,7 @@ def _stack_inputs(
 ]:
     if not isinstance(model, DeepNQF):
         raise TypeError(f"model must be a DeepNQF, got {type(model).__name__}")
-    x, y = tensor("x", x).detach(), tensor("y", y).detach()
+    x, y = torch_tensor("x", x).detach(), torch_tensor("y", y).detach()
     if x.ndim != 2 or x.shape[1] != model.layers[0].n_in:
         raise ValueError(
             f"x must have shape (n, {model.layers[0].n_in}), got "
@@ -188,7 +188,9 @@ def _per_layer(name: str, seq: object, L: int) -> list[torch.Tensor]:
         raise ValueError(
             f"{name} must hold one entry per layer ({L}), got {len(seq)}"
         )
-    return [tensor(f"{name}[{l}]", v).detach() for l, v in enumerate(seq)]
+    return [
+        torch_tensor(f"{name}[{l}]", v).detach() for l, v in enumerate(seq)
+    ]
 
 
 def backprop_signals(

@@ -18,7 +18,7 @@ from nqf_lite._checks import (
     integer,
     positive,
     sequence,
-    tensor,
+    torch_tensor,
     width,
 )
 from nqf_lite.deep.realisation import (
@@ -39,7 +39,7 @@ class DeepInputs:
 
     # -------------------------------------------------------------- validation
     def _x(self, x: object) -> torch.Tensor:
-        x = tensor("x", x, ndim_min=2)
+        x = torch_tensor("x", x, ndim_min=2)
         if x.shape[-1] != self.layers[0].n_in:
             raise ValueError(
                 f"x must have shape (..., n, {self.layers[0].n_in}), got "
@@ -52,7 +52,7 @@ class DeepInputs:
         return x
 
     def _y(self, y: object, x: torch.Tensor) -> torch.Tensor:
-        y = tensor("y", y)
+        y = torch_tensor("y", y)
         want = tuple(x.shape[:-1]) + (self.layers[-1].n_out,)
         if y.shape != want and y.shape == want[:-1] and want[-1] == 1:
             y = y.unsqueeze(-1)
@@ -71,7 +71,7 @@ class DeepInputs:
         if weights is None:
             return None
         try:
-            w = tensor("weights", weights)
+            w = torch_tensor("weights", weights)
         except ValueError as exc:
             raise ValueError(
                 f"{exc} (give unobserved entries the weight 0 and any "
@@ -118,8 +118,8 @@ class DeepInputs:
         out_M, out_mu = [], []
         for l, layer in enumerate(self.layers):
             M, mu = (
-                tensor(f"Ms[{l}]", Ms[l], 2, differentiated=True),
-                tensor(f"mus[{l}]", mus[l], 1, differentiated=True),
+                torch_tensor(f"Ms[{l}]", Ms[l], 2, differentiated=True),
+                torch_tensor(f"mus[{l}]", mus[l], 1, differentiated=True),
             )
             if tuple(M.shape[-2:]) != (layer.p, layer.p):
                 raise ValueError(
@@ -150,7 +150,7 @@ class DeepInputs:
             )
         out = []
         for l, (W, layer) in enumerate(zip(Ws, self.layers)):
-            W = tensor(f"Ws[{l}]", W, 2, differentiated=True)
+            W = torch_tensor(f"Ws[{l}]", W, 2, differentiated=True)
             if W.shape[-2] != layer.p or W.shape[-1] < 1:
                 raise ValueError(
                     f"Ws[{l}] must have shape (..., p={layer.p}, d) with d "

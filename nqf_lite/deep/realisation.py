@@ -22,7 +22,7 @@ from nqf_lite._checks import (
     fraction,
     generator,
     sequence,
-    tensor,
+    torch_tensor,
     width,
 )
 from nqf_lite.deep.layers import DTYPE, Layer, ScaledLayer
@@ -68,7 +68,7 @@ def deep_moments(
     """
     return weight_moments(
         [
-            tensor(f"Ws[{l}]", W, 2, differentiated=True)
+            torch_tensor(f"Ws[{l}]", W, 2, differentiated=True)
             for l, W in enumerate(sequence("Ws", Ws))
         ]
     )
@@ -194,7 +194,7 @@ def structure_subspace(
     if not isinstance(layer, Layer):
         raise TypeError(f"layer must be a Layer, got {type(layer).__name__}")
     rtol = fraction("rtol", rtol)
-    h = tensor("h", h, ndim_min=2)
+    h = torch_tensor("h", h, ndim_min=2)
     if h.shape[-1] != layer.n_in:
         raise ValueError(
             f"h must have shape (n, {layer.n_in}), got {tuple(h.shape)}"
@@ -266,7 +266,7 @@ def compress_deep(
         )
     layers, Ms_small, mus_small, widths, lrs_small = [], [], [], [], []
     for l, (layer, W, V, a) in enumerate(zip(model.layers, Ws, bases, lrs)):
-        V = tensor(f"bases[{l}]", V, ndim_min=2)
+        V = torch_tensor(f"bases[{l}]", V, ndim_min=2)
         if W.ndim != 2:
             raise ValueError(
                 f"Ws[{l}] must be a single (p, d) matrix for compression, "

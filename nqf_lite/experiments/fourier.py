@@ -122,14 +122,13 @@ def _grid_folds(
 
     On the grid of
     :func:`~nqf_lite.expansion.models.fourier.fourier_features`,
-    ``psi(x_{M-n}) = psi(x_n)``; when
-    the target shares that symmetry (as a cosine target does) the loss is a
-    weighted sum over ``n = 0..M/2``; and ``psi_k(x_{M/2-n}) = (-1)^k
-    psi_k(x_n)``, so the odd ``tanh`` need only be evaluated for ``n =
-    0..M/4``.  Returns ``(index, weight, q)``: the points kept, their weights
-    ``w_n`` (``sum_n w_n e_n^2`` is the loss), and ``q = M/4 + 1`` when the
-    mirror relation holds (``q = 0`` otherwise). Any other ``psi`` or ``y``
-    keeps every point.
+    ``psi(x_{M-n}) = psi(x_n)``; when the target shares that symmetry (as a
+    cosine target does) the loss is a weighted sum over ``n = 0..M/2``; and
+    ``psi_k(x_{M/2-n}) = (-1)^k psi_k(x_n)``, so the odd ``tanh`` need only be
+    evaluated for ``n = 0..M/4``.  Returns ``(index, weight, q)``: the points
+    kept, their weights ``w_n`` (``sum_n w_n e_n^2`` is the loss), and ``q =
+    M/4 + 1`` when the mirror relation holds (``q = 0`` otherwise). Any other
+    ``psi`` or ``y`` keeps every point.
     """
     M = psi.shape[0]
     n = np.arange(M // 2 + 1)
@@ -179,11 +178,10 @@ def train_fourier_ensemble(
     exactly the full-batch GD of :func:`train_fourier` (the same gradients, to
     rounding). On the grid of
     :func:`~nqf_lite.expansion.models.fourier.fourier_features` the loss is
-    folded onto the ``M/2 + 1`` distinct
-    points (``psi(x_{M-n}) = psi(x_n)``, when ``y`` is symmetric too) and,
-    because ``tanh`` is odd and ``psi_k(x_{M/2-n}) = (-1)^k psi_k(x_n)``,
-    ``tanh`` is evaluated on ``M/4 + 1`` points and mirrored.  Any other
-    ``psi`` or ``y`` is used as it is.
+    folded onto the ``M/2 + 1`` distinct points (``psi(x_{M-n}) = psi(x_n)``,
+    when ``y`` is symmetric too) and, because ``tanh`` is odd and
+    ``psi_k(x_{M/2-n}) = (-1)^k psi_k(x_n)``, ``tanh`` is evaluated on ``M/4 +
+    1`` points and mirrored.  Any other ``psi`` or ``y`` is used as it is.
 
     Parameters
     ----------

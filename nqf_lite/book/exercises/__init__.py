@@ -144,7 +144,8 @@ class Exercise:
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not _KEY.match(self.key):
             raise ValueError(
-                f"key must look like 'ex-ch4-name' (lower case), got {self.key!r}"
+                "key must look like 'ex-ch4-name' (lower case), got "
+                f"{self.key!r}"
             )
         if not isinstance(self.task, str) or not self.task.strip():
             raise ValueError(
@@ -160,7 +161,8 @@ class Exercise:
             )
         if not self.wrong:
             raise ValueError(
-                f"{self.key}: list at least one wrong answer the judge must reject"
+                f"{self.key}: list at least one wrong answer the judge must "
+                "reject"
             )
         for answer_given in self.wrong:
             if not (
@@ -169,11 +171,13 @@ class Exercise:
                 and isinstance(answer_given[1], Mapping)
             ):
                 raise TypeError(
-                    f"{self.key}: each wrong entry is (answer, given dict[, slip]), got {answer_given!r}"
+                    f"{self.key}: each wrong entry is (answer, given dict[, "
+                    f"slip]), got {answer_given!r}"
                 )
             if len(answer_given) == 3 and answer_given[2] not in SLIPS:
                 raise ValueError(
-                    f"{self.key}: a slip is one of {sorted(SLIPS)}, got {answer_given[2]!r}"
+                    f"{self.key}: a slip is one of {sorted(SLIPS)}, got "
+                    f"{answer_given[2]!r}"
                 )
 
     @property
@@ -242,7 +246,8 @@ def _unanswered(answer: Any) -> bool:
 def _lookup(key: object) -> Exercise:
     if not isinstance(key, str):
         raise TypeError(
-            f"key must be an exercise key such as 'ex-ch4-closure', got {key!r}"
+            "key must be an exercise key such as 'ex-ch4-closure', got "
+            f"{key!r}"
         )
     try:
         return EXERCISES[key]
@@ -304,7 +309,10 @@ def check(key: str, answer: Any, **given: Any) -> Verdict:
             + (f"unknown input(s) {', '.join(extra)}" if extra else "")
         )
     if _unanswered(answer):
-        note = f"… {key}: not answered yet ({exercise.task}). Replace the ... and run this cell again."
+        note = (
+            f"… {key}: not answered yet ({exercise.task}). Replace the ... "
+            "and run this cell again."
+        )
         if os.environ.get(STRICT_ENV) == "1":
             raise NotAnswered(note)
         print(note)

@@ -29,34 +29,41 @@ SIMPLE_FACTORS = (2.0, 0.5, 4.0, 0.25)
 FACTOR_SLIPS = (
     (
         2.0,
-        "is twice what it should be: a factor 1/2 is missing (the 1/2 of a Taylor term, of a "
+        "is twice what it should be: a factor 1/2 is missing (the 1/2 of a "
+        "Taylor term, of a "
         "quadratic form, or of a symmetrised matrix?).",
     ),
     (
         0.5,
-        "is half what it should be: a factor 2 is missing (the derivative of a square, or both "
+        "is half what it should be: a factor 2 is missing (the derivative of "
+        "a square, or both "
         "orders of a product?).",
     ),
     (4.0, "is four times what it should be: two factors 1/2 are missing."),
     (0.25, "is a quarter of what it should be: two factors 2 are missing."),
     (
         1 / np.log(10),
-        "is off by the factor 1/ln 10: a base-10 logarithm (np.log10) where the "
+        "is off by the factor 1/ln 10: a base-10 logarithm (np.log10) where "
+        "the "
         "formula has the natural logarithm ln (np.log).",
     ),
     (
         np.log(10),
-        "is off by the factor ln 10: the formula's logarithm is the natural logarithm "
-        "(np.log), but a base-10 logarithm enters somewhere else, e.g. on the other axis.",
+        "is off by the factor ln 10: the formula's logarithm is the natural "
+        "logarithm "
+        "(np.log), but a base-10 logarithm enters somewhere else, e.g. on the "
+        "other axis.",
     ),
     (
         1 / np.log(2),
-        "is off by the factor 1/ln 2: a base-2 logarithm (np.log2) where the formula has "
+        "is off by the factor 1/ln 2: a base-2 logarithm (np.log2) where the "
+        "formula has "
         "the natural logarithm ln (np.log).",
     ),
     (
         np.log(2),
-        "is off by the factor ln 2: the formula's logarithm is the natural logarithm "
+        "is off by the factor ln 2: the formula's logarithm is the natural "
+        "logarithm "
         "(np.log), but a base-2 logarithm enters somewhere else.",
     ),
 )
@@ -82,14 +89,16 @@ def _as_real_array(
     except Exception:
         return (
             None,
-            f"{what} should be an array of numbers, got {type(answer).__name__}.",
+            f"{what} should be an array of numbers, got "
+            f"{type(answer).__name__}.",
         )
     if a.dtype == object or not (
         np.issubdtype(a.dtype, np.number) or a.dtype == bool
     ):
         return (
             None,
-            f"{what} should be an array of numbers, got {type(answer).__name__}.",
+            f"{what} should be an array of numbers, got "
+            f"{type(answer).__name__}.",
         )
     if np.iscomplexobj(a):
         return None, f"{what} should be real; yours has complex entries."
@@ -152,7 +161,10 @@ def compare_arrays(
     if hint:
         return hint
     if a.shape != expected.shape:
-        return f"{what} should have shape {expected.shape}, yours has shape {a.shape}."
+        return (
+            f"{what} should have shape {expected.shape}, yours has shape "
+            f"{a.shape}."
+        )
     if np.allclose(a, expected, rtol=rtol, atol=atol):
         return None
     if (
@@ -162,15 +174,24 @@ def compare_arrays(
     ):
         return f"{what} is the transpose of what it should be."
     if np.allclose(-a, expected, rtol=rtol, atol=atol):
-        return f"{what} has the wrong sign: a minus sign is dropped or doubled somewhere."
+        return (
+            f"{what} has the wrong sign: a minus sign is dropped or doubled "
+            "somewhere."
+        )
     scale = np.vdot(a, expected) / max(np.vdot(a, a), 1e-300)
     if scale != 0 and np.allclose(scale * a, expected, rtol=rtol, atol=atol):
         hint = factor_hint(what, 1.0 / scale)
         if hint:
             return hint
         if a.size > 1:
-            return f"{what} is off by a constant factor: check the constants (a 1/2, a 2, a width d)."
-    return f"{what} does not match: check the formula term by term on a small case."
+            return (
+                f"{what} is off by a constant factor: check the constants (a "
+                "1/2, a 2, a width d)."
+            )
+    return (
+        f"{what} does not match: check the formula term by term on a small "
+        "case."
+    )
 
 
 def compare_number(

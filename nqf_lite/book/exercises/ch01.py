@@ -83,7 +83,8 @@ def judge_moments(answer: Any, x: Any, W: Any) -> str | None:
         doubled = expected + (expected - no_B)
         if np.isclose(value, doubled) and not np.isclose(value, expected):
             return (
-                "the coupling term mu^T B mu of nqf_mf is twice what it should "
+                "the coupling term mu^T B mu of nqf_mf is twice what it "
+                "should "
                 "be: B is half the mixed block of the Hessian, so the 1/2 of "
                 "the Taylor expansion is already in it."
             )

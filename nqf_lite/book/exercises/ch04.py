@@ -83,20 +83,28 @@ def _judge_step(
         no_width = _moment_step(M, mu, v, H_eff, d, LR, width=False)
         if close(M_s, first[0]):
             return (
-                "M_next is right to first order in the learning rate only: Theorem 2's step is exact, "
+                "M_next is right to first order in the learning rate only: "
+                "Theorem 2's step is exact, "
                 "not a gradient-flow limit."
             )
         if close(mu_s, no_width[1]) or close(M_s, no_width[0]):
-            return "the shared shift v is applied to each of the d neurons: check where the width enters."
+            return (
+                "the shared shift v is applied to each of the d neurons: "
+                "check where the width enters."
+            )
         if gamma is not None:
             if close(mu_s, (mu_1 + LR * gamma * mu)):
-                return "mu_next: the decay acts on every neuron, so on their sum mu too."
+                return (
+                    "mu_next: the decay acts on every neuron, so on their sum "
+                    "mu too."
+                )
             decay_first = (
                 _moment_step(M, mu, v, H, d, LR)[0] - 2 * LR * gamma * M
             )
             if close(M_s, decay_first):
                 return (
-                    "M_next: the decay is part of the gradient, so it enters the second-order terms "
+                    "M_next: the decay is part of the gradient, so it enters "
+                    "the second-order terms "
                     "as well."
                 )
         hint = compare_arrays(
@@ -141,9 +149,15 @@ def judge_ntk(kernel: Any) -> str | None:
             return hint
         expected = ntk_from_moments(model, M, mu, d)
         if close(out, ntk_from_moments(NQF(model.A), M, mu, d)):
-            return "your kernel is that of a ZGZ module: g and B move every neuron by the same shift too."
+            return (
+                "your kernel is that of a ZGZ module: g and B move every "
+                "neuron by the same shift too."
+            )
         if close(out, ntk_from_moments(model, M, mu, 1)):
-            return "the shared part of the gradient is summed over the d neurons: check where the width enters."
+            return (
+                "the shared part of the gradient is summed over the d "
+                "neurons: check where the width enters."
+            )
         hint = compare_arrays(out, expected, what="Theta", atol=1e-12)
         if hint:
             return hint
@@ -189,7 +203,8 @@ register(
 register(
     Exercise(
         "ex-ch4-wd-step",
-        "closed_wd_step(M, mu, v, H, d, lr, gamma): the closed step with weight decay gamma",
+        "closed_wd_step(M, mu, v, H, d, lr, gamma): the closed step with "
+        "weight decay gamma",
         judge_wd_step,
         wrong=(
             (_decay_M_once, {}),

@@ -71,7 +71,8 @@ def judge_subspace(data_basis: Any) -> str | None:
         V = np.asarray(V, dtype=float) if _numeric(V) else None
         if V is None or V.ndim != 2 or V.shape[0] != model.p:
             return (
-                "data_basis should return a p x k array: one row per coordinate of a "
+                "data_basis should return a p x k array: one row per "
+                "coordinate of a "
                 "neuron, one column per direction of the subspace."
             )
         if not np.allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-8):
@@ -81,13 +82,16 @@ def judge_subspace(data_basis: Any) -> str | None:
         expected = data_subspace(model)
         if V.shape[1] < expected.shape[1]:
             return (
-                "your subspace misses directions: every kind of coefficient (g, the columns "
+                "your subspace misses directions: every kind of coefficient "
+                "(g, the columns "
                 "of A and of B, for every input and every output) contributes."
             )
         if V.shape[1] > expected.shape[1]:
             return (
-                "your subspace has too many directions: count only singular values above a "
-                "small fraction of the largest (rounding noise is not a direction)."
+                "your subspace has too many directions: count only singular "
+                "values above a "
+                "small fraction of the largest (rounding noise is not a "
+                "direction)."
             )
         hint = compare_arrays(
             V @ V.T,
@@ -145,7 +149,10 @@ def judge_twin(make_twin: Any) -> str | None:
             and len(out) == 3
             and isinstance(out[0], NQF)
         ):
-            return "make_twin should return (small_model, W_small, lr_small), small_model an NQF."
+            return (
+                "make_twin should return (small_model, W_small, lr_small), "
+                "small_model an NQF."
+            )
         small, W_s, lr_s = out
         V = data_subspace(model)
         d, d_s = W.shape[1], V.shape[1] + 1
@@ -159,7 +166,10 @@ def judge_twin(make_twin: Any) -> str | None:
             )
         W_s = np.asarray(W_s, dtype=float)
         if W_s.shape[1] != d_s:
-            return f"the twin of Theorem 3 has k_V + 1 neurons; yours has {W_s.shape[1]}."
+            return (
+                "the twin of Theorem 3 has k_V + 1 neurons; yours has "
+                f"{W_s.shape[1]}."
+            )
         checks = (
             (
                 small.A,
@@ -183,9 +193,15 @@ def judge_twin(make_twin: Any) -> str | None:
             return "the twin's neurons should lie in the data subspace."
         (M, mu), (M_s, mu_s) = moments(V.T @ W), moments(V.T @ W_s)
         if not np.allclose(mu_s, mu, atol=1e-9):
-            return "mu~(0) should be the projection of mu(0) onto the data subspace."
+            return (
+                "mu~(0) should be the projection of mu(0) onto the data "
+                "subspace."
+            )
         if np.allclose(M_s, M, atol=1e-9):
-            return "M~(0) is the projected M(0) without the rescaling that the smaller width needs."
+            return (
+                "M~(0) is the projected M(0) without the rescaling that the "
+                "smaller width needs."
+            )
         hint = compare_arrays(
             M_s, M * d / d_s, what="the projected M~(0)", atol=1e-9, rtol=1e-8
         )
@@ -196,7 +212,10 @@ def judge_twin(make_twin: Any) -> str | None:
         if not np.allclose(
             f_twin, f_big, atol=1e-9 * max(1.0, np.abs(f_big).max())
         ):
-            return "the twin starts right but leaves the wide layer's training predictions."
+            return (
+                "the twin starts right but leaves the wide layer's training "
+                "predictions."
+            )
     return None
 
 
@@ -217,19 +236,28 @@ def judge_residual(initial_error: Any) -> str | None:
             if not compare_number(
                 e0, expected * W.shape[1] / width, what="e0", rtol=1e-8
             ):
-                return "e0 is off by the width ratio: C_V and e0 each carry a factor d/d' or d'/d."
+                return (
+                    "e0 is off by the width ratio: C_V and e0 each carry a "
+                    "factor d/d' or d'/d."
+                )
             kept = np.sqrt(
                 compression_residual(model, W, 1) ** 2 - expected**2
             )
             if not compare_number(e0, kept, what="e0", rtol=1e-8):
-                return "e0 sums over the discarded eigenvalues of C_V, not over the kept ones."
+                return (
+                    "e0 sums over the discarded eigenvalues of C_V, not over "
+                    "the kept ones."
+                )
             if not compare_number(
                 e0,
                 compression_residual(model, W, width + 1),
                 what="e0",
                 rtol=1e-8,
             ):
-                return "check which eigenvalues are discarded: a twin of d' neurons keeps the top d' - 1."
+                return (
+                    "check which eigenvalues are discarded: a twin of d' "
+                    "neurons keeps the top d' - 1."
+                )
             return f"width d' = {width}: " + hint
     return None
 
@@ -247,7 +275,8 @@ def _unscaled_A(model, W, lr):
 register(
     Exercise(
         "ex-ch5-subspace",
-        "data_basis(A, g, B) returns an orthonormal basis (p x k_V) of the data subspace",
+        "data_basis(A, g, B) returns an orthonormal basis (p x k_V) of the "
+        "data subspace",
         judge_subspace,
         wrong=(
             (lambda A, g, B: data_subspace(NQF(A)), {}),
@@ -259,7 +288,8 @@ register(
 register(
     Exercise(
         "ex-ch5-twin",
-        "make_twin(model, W, lr) returns the rescaled twin (small_model, W_small, lr_small) of Theorem 3",
+        "make_twin(model, W, lr) returns the rescaled twin (small_model, "
+        "W_small, lr_small) of Theorem 3",
         judge_twin,
         wrong=(
             (_unscaled_lr, {}),
@@ -274,7 +304,8 @@ register(
 register(
     Exercise(
         "ex-ch5-residual",
-        "initial_error(model, W, width) returns e0 of Corollary 3 for a twin of `width` neurons",
+        "initial_error(model, W, width) returns e0 of Corollary 3 for a twin "
+        "of `width` neurons",
         judge_residual,
         wrong=(
             (

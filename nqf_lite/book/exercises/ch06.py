@@ -54,7 +54,8 @@ _T_EXACT = (
 register(
     Exercise(
         "ex-ch6-switch-on",
-        f"the half-saturation times t*_k of {eq('eq-ch6-switch-on')} from r, C and z0",
+        f"the half-saturation times t*_k of {eq('eq-ch6-switch-on')} from r, "
+        "C and z0",
         _switch_on,
         given=("r", "C", "z0"),
         wrong=(
@@ -161,7 +162,10 @@ def _constants(answer: Any) -> str | None:
                 value, expected, what=name, rtol=1e-8, atol=1e-12
             )
             if hint:
-                return f"{hint} (on a data set with projectors of ranks {np.einsum('aii->a', Pi).round().astype(int).tolist()})"
+                return (
+                    f"{hint} (on a data set with projectors of ranks "
+                    f"{np.einsum('aii->a', Pi).round().astype(int).tolist()})"
+                )
     return None
 
 
@@ -187,8 +191,8 @@ def _eight_over_m(
 register(
     Exercise(
         "ex-ch6-projector-constants",
-        "a function theorem16_constants(A, y, projectors) -> (gamma, kappa) of "
-        + eq("eq-ch6-thm16-constants"),
+        "a function theorem16_constants(A, y, projectors) -> (gamma, kappa) "
+        "of " + eq("eq-ch6-thm16-constants"),
         _constants,
         wrong=(
             (_no_rank, {}),

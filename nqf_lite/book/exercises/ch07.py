@@ -40,9 +40,15 @@ def _fit_exponent(answer: Any, t: Any, E: Any, window: Any) -> str | None:
         return "window_fit should be a pair of times (t_lo, t_hi)."
     t = np.asarray(t, dtype=float)
     if not (t[0] <= lo < hi <= t[-1]):
-        return f"window_fit should lie inside the time grid, [{t[0]:.3g}, {t[-1]:.3g}], with t_lo < t_hi."
+        return (
+            f"window_fit should lie inside the time grid, [{t[0]:.3g}, "
+            f"{t[-1]:.3g}], with t_lo < t_hi."
+        )
     if hi / lo < 10:
-        return "choose a window of at least one decade (t_hi >= 10 t_lo): shorter fits see single steps."
+        return (
+            "choose a window of at least one decade (t_hi >= 10 t_lo): "
+            "shorter fits see single steps."
+        )
     expected = -sc.fit_loglog_slope(t, E, (lo, hi)).slope
     return compare_number(
         answer, expected, what="exponent_fit", atol=FIT_ATOL, rtol=0.0
@@ -56,7 +62,8 @@ _W = (10.0, 1000.0)
 register(
     Exercise(
         "ex-ch7-fit-exponent",
-        "minus the slope of ln E against ln t on a window of at least one decade",
+        "minus the slope of ln E against ln t on a window of at least one "
+        "decade",
         _fit_exponent,
         given=("t", "E", "window"),
         wrong=(
@@ -98,14 +105,17 @@ def _keff(
     )
     if np.allclose(a, (a1 - 1) / (a2 + (a1 - a2) / log), rtol=1e-8):
         return (
-            "keff_modes: the correction to alpha_2 in the denominator has the wrong sign: a finite "
-            "start makes the exponent larger than (alpha_1 - 1)/alpha_2, not smaller."
+            "keff_modes: the correction to alpha_2 in the denominator has the "
+            "wrong sign: a finite "
+            "start makes the exponent larger than (alpha_1 - 1)/alpha_2, not "
+            "smaller."
         )
     if np.allclose(
         a, (a1 - 1) / (a2 - (a1 - a2) / (log / np.log(10))), rtol=1e-8
     ):
         return (
-            "keff_modes: ln(z_k^inf / z_k(0)) is a natural logarithm (np.log); yours is a base-10 "
+            "keff_modes: ln(z_k^inf / z_k(0)) is a natural logarithm "
+            "(np.log); yours is a base-10 "
             "logarithm (np.log10)."
         )
     return hint
@@ -119,7 +129,8 @@ _KEFF_GIVEN = {"r": _PM.r, "C": _PM.C, "z0": _Z0, "alpha1": 2.0, "alpha2": 0.8}
 register(
     Exercise(
         "ex-ch7-keff",
-        f"k_eff of {eq('eq-ch7-keff')} (uniform start, beta_0 = 0) for every mode",
+        f"k_eff of {eq('eq-ch7-keff')} (uniform start, beta_0 = 0) for every "
+        "mode",
         _keff,
         given=("r", "C", "z0", "alpha1", "alpha2"),
         wrong=(
@@ -164,7 +175,8 @@ _F_GIVEN = {"s": _S, "b": _B, "c": 0.1}
 register(
     Exercise(
         "ex-ch7-fourier-rates",
-        f"r_k and C_kk of the growing Fourier modes from the data, {eq('eq-ch7-fourier-modes')}",
+        "r_k and C_kk of the growing Fourier modes from the data, "
+        f"{eq('eq-ch7-fourier-modes')}",
         _fourier,
         given=("s", "b", "c"),
         wrong=(

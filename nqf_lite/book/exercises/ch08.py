@@ -60,7 +60,8 @@ def judge_two_factor(two_factor_A: Any) -> str | None:
         expected = DiagonalTwoFactor(k=K).structure(x).A
         if close(out, np.kron(np.eye(2), np.diag(x)) / 2):
             return (
-                "A couples u with u and v with v; but the output u^T Diag(x) v is a product of a u "
+                "A couples u with u and v with v; but the output u^T Diag(x) "
+                "v is a product of a u "
                 "and a v: where must the blocks sit?"
             )
         hint = compare_arrays(out, expected, what="A", atol=1e-12)
@@ -111,14 +112,20 @@ def judge_tied(tied_structure: Any) -> str | None:
             and A_arr.shape == s.A.shape
             and not np.allclose(A_arr, A_arr.T)
         ):
-            return "A is not symmetric: Tr[M A] with a symmetric M only sees the symmetric part of A."
+            return (
+                "A is not symmetric: Tr[M A] with a symmetric M only sees the "
+                "symmetric part of A."
+            )
         uncentred = X @ X.T / N @ c
         if close(
             A,
             (np.outer(x, uncentred) + np.outer(uncentred, x))
             / (2 * np.sqrt(d_k)),
         ):
-            return "u comes from the softmax's Jacobian at zero logits: check that you used a covariance."
+            return (
+                "u comes from the softmax's Jacobian at zero logits: check "
+                "that you used a covariance."
+            )
         hint = compare_arrays(A, s.A, what="A", atol=1e-12) or compare_number(
             f0, s.f0, what="f0", atol=1e-12
         )
@@ -180,17 +187,27 @@ def judge_switch_times(switch_times: Any) -> str | None:
         expected = gd_switch_on_time(r, c, eps, lr, d=width)
         if close(out, switch_on_time(r, c, eps), rtol=1e-4):
             return (
-                f"these are gradient-flow times from z(0) = eps ({eq('eq-ch8-tstar')}): the runs take discrete "
+                "these are gradient-flow times from z(0) = eps "
+                f"({eq('eq-ch8-tstar')}): the runs take discrete "
                 "steps from a random start."
             )
         if close(out, gd_switch_on_time(r, c, eps, lr), rtol=1e-4):
-            return "the discrete steps are in; the start is not: z(0) is random, and t depends on ln z(0)."
+            return (
+                "the discrete steps are in; the start is not: z(0) is random, "
+                "and t depends on ln z(0)."
+            )
         if close(out, expected + 0.75 * np.log(2) * lr, rtol=1e-4):
-            return "close: the logistic map saturates a little faster than the flow (a fixed number of steps)."
+            return (
+                "close: the logistic map saturates a little faster than the "
+                "flow (a fixed number of steps)."
+            )
         if close(
             out, np.log(r / (c * eps)) / gd_growth_rate(r, lr), rtol=1e-4
         ):
-            return "the growth rate is corrected; the initial abundance and the saturation phase are not."
+            return (
+                "the growth rate is corrected; the initial abundance and the "
+                "saturation phase are not."
+            )
         hint = compare_arrays(out, expected, what="t", rtol=1e-4)
         if hint:
             return hint
@@ -216,7 +233,8 @@ def _phase_times(
 register(
     Exercise(
         "ex-ch8-two-factor-structure",
-        "two_factor_A(x) returns the structure matrix (2K, 2K) of u^T Diag(x) v",
+        "two_factor_A(x) returns the structure matrix (2K, 2K) of u^T Diag(x) "
+        "v",
         judge_two_factor,
         wrong=(
             (
@@ -236,7 +254,8 @@ register(
 register(
     Exercise(
         "ex-ch8-tied-structure",
-        "tied_structure(x, X, c, d_k) returns (A, f0) of the tied query-key head",
+        "tied_structure(x, X, c, d_k) returns (A, f0) of the tied query-key "
+        "head",
         judge_tied,
         wrong=(
             (
@@ -271,7 +290,8 @@ register(
 register(
     Exercise(
         "ex-ch8-switch-times",
-        "switch_times(a, y, eps, width, lr) returns the mean GD switch-on time of each measurement",
+        "switch_times(a, y, eps, width, lr) returns the mean GD switch-on "
+        "time of each measurement",
         judge_switch_times,
         wrong=(
             (

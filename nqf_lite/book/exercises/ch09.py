@@ -62,7 +62,8 @@ _E2E_P = _end_to_end(**_E2E)
 register(
     Exercise(
         "ex-ch9-end-to-end",
-        "P, the matrix of the linear two-layer stack's map f(x) = x @ P, from its order parameters Ms",
+        "P, the matrix of the linear two-layer stack's map f(x) = x @ P, from "
+        "its order parameters Ms",
         _judge_end_to_end,
         given=("Ms", "dims"),
         wrong=(
@@ -242,7 +243,8 @@ def _judge_width2(
     if hint is None or "should be" in hint or "NaN" in hint:
         return hint  # right, or not a number at all
     return (
-        "d2 is not the compressed width of layer 2: count the directions that layer 2's structure "
+        "d2 is not the compressed width of layer 2: count the directions that "
+        "layer 2's structure "
         "spans over every input and every step, then add what Theorem 15 adds."
     )
 
@@ -269,7 +271,8 @@ _W2_RIGHT = _width2(**_W2)
 register(
     Exercise(
         "ex-ch9-width2",
-        "d2, the compressed width k_2 + 1 of the MLP stack's second layer (Theorem 15) over the first steps",
+        "d2, the compressed width k_2 + 1 of the MLP stack's second layer "
+        "(Theorem 15) over the first steps",
         _judge_width2,
         given=("stack", "x", "y", "Ws", "lr", "steps"),
         wrong=(

@@ -95,12 +95,16 @@ def judge_order(learning_order: Any) -> str | None:
         except (TypeError, ValueError):
             return "learning_order should return an array of sample indices."
         if got.shape == expected.shape and np.array_equal(got, expected[::-1]):
-            return "the order is reversed: the first index should be the sample learned first."
+            return (
+                "the order is reversed: the first index should be the sample "
+                "learned first."
+            )
         if got.shape == expected.shape and np.array_equal(
             got, np.argsort(-case["y"])
         ):
             return (
-                "that is the order of the labels: the rate r also carries the eigenvalue of A(x_mu) on "
+                "that is the order of the labels: the rate r also carries the "
+                "eigenvalue of A(x_mu) on "
                 "its mode, and the time depends on C too."
             )
         hint = compare_arrays(got, expected, what="the order")
@@ -109,7 +113,7 @@ def judge_order(learning_order: Any) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 # head start
 
 
@@ -154,11 +158,20 @@ def judge_head_start(head_start: Any) -> str | None:
         expected = _head_start(*args)
         ratio = np.log(case["d_large"] / case["d_small"])
         if close(out, ratio / (lr * case["r"]), rtol=1e-3):
-            return "this is the gradient-flow head start from d sigma^2: a GD step grows a mode more slowly."
+            return (
+                "this is the gradient-flow head start from d sigma^2: a GD "
+                "step grows a mode more slowly."
+            )
         if close(out, ratio / (lr * gd_growth_rate(case["r"], lr)), rtol=1e-3):
-            return "the GD rate is in; the start is not: the two widths start from different geometric means."
+            return (
+                "the GD rate is in; the start is not: the two widths start "
+                "from different geometric means."
+            )
         if close(out, expected * lr, rtol=1e-3):
-            return "that is a time t = lr * step; the head start is asked in GD steps."
+            return (
+                "that is a time t = lr * step; the head start is asked in GD "
+                "steps."
+            )
         hint = compare_arrays(out, expected, what="the head start", rtol=1e-3)
         if hint:
             return hint
@@ -168,7 +181,8 @@ def judge_head_start(head_start: Any) -> str | None:
 register(
     Exercise(
         "ex-ch11-order",
-        "learning_order(X, y, dpsi0, eps) returns the sample indices in switch-on order",
+        "learning_order(X, y, dpsi0, eps) returns the sample indices in "
+        "switch-on order",
         judge_order,
         wrong=(
             (lambda X, y, dpsi0, eps: np.argsort(-y), {}),
@@ -183,7 +197,8 @@ register(
 register(
     Exercise(
         "ex-ch11-head-start",
-        "head_start(r, C, d_small, d_large, sigma2, lr) returns the head start of each mode in GD steps",
+        "head_start(r, C, d_small, d_large, sigma2, lr) returns the head "
+        "start of each mode in GD steps",
         judge_head_start,
         wrong=(
             (lambda r, C, ds, dl, s2, lr: np.log(dl / ds) / (lr * r), {}),

@@ -124,12 +124,12 @@ def glv_integrate(
         else {}
     )
     diag = np.diag(C).copy()
-    if not np.any(
-        C - np.diag(diag)
-    ):  # diagonal C: O(K) right-hand side instead of a K x K product
-        competition = lambda z: diag * z
-    else:
-        competition = lambda z: C @ z
+    diagonal = not np.any(C - np.diag(diag))
+
+    def competition(z):
+        # diagonal C: an O(K) right-hand side instead of a K x K product
+        return diag * z if diagonal else C @ z
+
     sol = solve_ivp(
         lambda _s, u: (
             r - competition(np.exp(np.minimum(u, 700.0)))
