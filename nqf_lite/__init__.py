@@ -1,36 +1,27 @@
 """nqf_lite: neural quadratic forms (Ziyin, Xu, Poggio, Chuang, arXiv
 2608.13335).
 
-Modules, one per idea of the paper, each importing only the ones above it:
+Three layers; imports point down this list only:
 
-- :mod:`nqf_lite.expansion.form` -- the order parameters ``(M, μ)``, the
-  :class:`NQF` of a data set (Eq. 20), the NTK from ``(M, μ)`` (Prop. 8);
-- :mod:`nqf_lite.dynamics.training` -- its explicit and closed training
-  (Theorem 2, Eqs. 21-24) with a :class:`TrainingRecord` of ``M``, ``μ``,
-  ``W``, losses or predictions;
-- :mod:`nqf_lite.expansion.autograd` -- ``expand``: the structure matrix
-  ``A(x)`` (and ``g``, ``B``) of any permutation-symmetric module by autograd
-  (Theorem 1, Eq. 20): a function ``f(W, x)`` or a ``torch.nn.Module`` whose
-  units (neurons, heads, experts, channels) ``module_units`` names
-  (:mod:`nqf_lite.expansion.units`); the coefficients, the conditions of
-  Theorem 1 and the remainder in :mod:`nqf_lite.expansion.taylor`;
-  ``expand_dataset``, the NQF of a data set, in
-  :mod:`nqf_lite.expansion.dataset`;
-- :mod:`nqf_lite.dynamics.compression` -- the width-(k_V + 1) twin (Theorem 3);
-- :mod:`nqf_lite.design.forecast` -- ``predict_learning``: the learning order,
-  switch-on times and plateaus of a layer, a registry model or an NQF before
-  training (Theorem 6, Eqs. 32-43);
-- :mod:`nqf_lite.expansion.models` -- one object per model (Props. 1-6, Table
-  3), one module per family;
-- :mod:`nqf_lite.experiments.train` -- torch GD / momentum / Adam, and a
-  network next to its twin;
-- :mod:`nqf_lite.dynamics.momentum`, :mod:`nqf_lite.dynamics.solvable`,
-  :mod:`nqf_lite.dynamics.scaling` -- momentum,
-  the exact solutions (Theorems 4-7, 16), power laws (Section 6);
-- :mod:`nqf_lite.book.claims`, :mod:`nqf_lite.book.seeding`,
-  :mod:`nqf_lite.book.plotting`,
-  :mod:`nqf_lite.book.widgets` -- the book's ledger, seeds, figure style and
-  explorers.
+- the library, grouped as the paper is:
+
+  - :mod:`nqf_lite.expansion` -- the expansion and its models: the quadratic
+    form :class:`NQF` and its order parameters ``(M, μ)`` (Theorem 1, Eq.
+    20), ``expand`` by autograd, ``expand_dataset`` (dense or factored), the
+    models of Props. 1-6 and Table 3 (:mod:`nqf_lite.expansion.models`);
+  - :mod:`nqf_lite.dynamics` -- training closed on ``(M, μ)`` (Theorem 2),
+    the twin (Theorem 3), momentum, the solvable cases (Theorems 4-7, 16)
+    and power laws (Section 6);
+  - :mod:`nqf_lite.deep` -- deep and higher-order forms (App. B.4,
+    Theorem 13);
+  - :mod:`nqf_lite.design` -- forecasts of learning before training
+    (Section 9);
+
+- :mod:`nqf_lite.experiments` -- tested runners of the paper's figures;
+- :mod:`nqf_lite.book` -- the book's machinery: claims ledger, seeds, figure
+  style, explorers, exercises, editions.
+
+The names used most are re-exported here.
 """
 
 from importlib.metadata import PackageNotFoundError as _NotInstalled
