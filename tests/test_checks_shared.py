@@ -46,7 +46,11 @@ BAD = [
         "u and v must broadcast together",
     ),
     (lambda: C.abundances("z0", [1.0, -1.0], 2), ValueError, "z0 must be"),
-    (lambda: C.abundances("z0", [1.0], 2), ValueError, "z0 must have shape"),
+    (
+        lambda: C.abundances("z0", [1.0], 2),
+        ValueError,
+        "z0 must be a vector of shape",
+    ),
     (
         lambda: C.competition_diagonal([[1.0, 0.5], [0.5, 1.0]], 2),
         ValueError,

@@ -376,7 +376,7 @@ def _keff_exact(t, alpha1, alpha2, eps, zeta1, zinf1):
 
     def resid(lnk):
         k = np.exp(lnk)
-        zinf = zinf1 * k ** (alpha2 - alpha1)
+        zeta, zinf = zeta1 * k**-alpha2, zinf1 * k ** (alpha2 - alpha1)
         return zeta * t - np.log(zinf / eps)
 
     # modes k < k(t) have switched on (resid > 0); bracket the first crossing
@@ -388,7 +388,7 @@ def _keff_exact(t, alpha1, alpha2, eps, zeta1, zinf1):
             xtol=1e-14,
         )
     )
-    zeta, zinf = zeta1 * k**-alpha2, zinf1 * k ** (alpha2 - alpha1)
+    zinf = zinf1 * k ** (alpha2 - alpha1)
     return (alpha1 - 1) / (alpha2 - (alpha1 - alpha2) / np.log(zinf / eps))
 
 

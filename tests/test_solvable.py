@@ -60,7 +60,7 @@ def test_glv_coefficients_matches_sums():
 
 
 def test_glv_coefficients_bad_shapes():
-    with pytest.raises(ValueError, match="y must have shape"):
+    with pytest.raises(ValueError, match="y must be a vector of shape"):
         S.glv_coefficients(np.ones((3, 2)), np.ones(4))
     with pytest.raises(ValueError, match="lam must have 2 axes"):
         S.glv_coefficients(np.ones(3), np.ones(3))
