@@ -117,21 +117,12 @@ def public_modules(package: str = PACKAGE) -> list[str]:
     )
 
 
-def _is_package(module: str) -> bool:
-    try:
-        return hasattr(importlib.import_module(module), "__path__")
-    except ImportError:  # a page of a module that no longer exists
-        return False
-
-
 def module_page(module: str) -> str:
     """The MyST source of the API page of one module."""
     label = "api-" + module.replace(".", "-").replace("_", "-")
-    options = "   :members:\n"
-    if _is_package(module):
-        # a subpackage re-exports its modules' names (``__all__``): they are
-        # documented once, at the module that defines them
-        options += "   :ignore-module-all:\n"
+    # a module or subpackage may re-export names of another (its
+    # ``__all__``): every object is documented once, where it is defined
+    options = "   :members:\n   :ignore-module-all:\n"
     return (
         f"{GENERATED}\n({label})=\n# `{module}`\n\n"
         f"```{{eval-rst}}\n.. automodule:: {module}\n{options}```\n"

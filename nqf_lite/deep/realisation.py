@@ -236,8 +236,8 @@ def compress_deep(
     model : DeepNQF
     Ws : list of (p_l, d_l) initial weights
     lr : float or one per layer
-    bases : list of (p_l, k_l) orthonormal bases (e.g. from
-    :func:`structure_subspace`)
+    bases : list of (p_l, k_l) arrays
+        Orthonormal bases (e.g. from :func:`structure_subspace`).
     rng : optional, randomises the realisation of the small weights
 
     Returns

@@ -439,8 +439,8 @@ def train_closed(
     predictions : ndarray, shape (steps + 1, m) or (steps + 1, m, V)
         Predictions on every sample at steps ``0, ..., steps``.
 
-    or, with ``record``, a :class:`TrainingRecord` whose ``final`` is ``(M,
-    mu)``.
+    or, with ``record``, a :class:`TrainingRecord` whose ``final`` is
+    ``(M, mu)``.
     """
     M, mu = nqf._state(M, mu)
     y, lr, wd, steps, batches = schedule(

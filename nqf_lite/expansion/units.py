@@ -564,9 +564,9 @@ def module_units(
     Parameters
     ----------
     module : torch.nn.Module
-    units : sequence of ``(name, dim)``, ``(name, dim, blocks)`` or ``(pattern,
-    None)``, optional
-        Which parameters form one unit; automatic for ``nn.Sequential(Linear,
+    units : sequence of tuples, optional
+        ``(name, dim)``, ``(name, dim, blocks)`` or ``(pattern, None)``:
+        which parameters form one unit; automatic for ``nn.Sequential(Linear,
         act, Linear)``.
     d : int, optional
         Number of units, when a unit owns several consecutive indices
