@@ -85,16 +85,9 @@ def run_axe(page, source: str, rules: list[str] | None = None, exclude: list[str
 NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animation: none !important; }"
 
 
-def open_page(context, site_url: str, doc: str):
-    """A tab on ``doc`` (page path without .html), loaded, typeset, images complete, explorers drawn."""
-    from _support import TIMEOUT_MS, settle
-
-    tab = context.new_page()
-    tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url)
-              or route.request.url.startswith(("data:", "blob:")) else route.abort())
-    tab.set_default_timeout(TIMEOUT_MS)
-    tab.goto(f"{site_url}/{doc}.html", wait_until="load")
-    settle(tab, idle_ms=5_000)
+def wait_ready(tab) -> None:
+    """Wait until a loaded tab is typeset, its images complete, its explorers drawn and its
+    stylesheets applied; then switch off colour transitions (axe measures computed colours)."""
     if tab.locator(".math").count() or tab.locator("mjx-container").count():
         tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
         tab.evaluate("() => MathJax.startup.promise.then(() => true)")
@@ -108,6 +101,19 @@ def open_page(context, site_url: str, doc: str):
              document.querySelectorAll('link[rel="stylesheet"]')).every(l => l.sheet)""",
         polling=100,
     )
+
+
+def open_page(context, site_url: str, doc: str):
+    """A tab on ``doc`` (page path without .html), loaded, typeset, images complete, explorers drawn."""
+    from _support import TIMEOUT_MS, settle
+
+    tab = context.new_page()
+    tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url)
+              or route.request.url.startswith(("data:", "blob:")) else route.abort())
+    tab.set_default_timeout(TIMEOUT_MS)
+    tab.goto(f"{site_url}/{doc}.html", wait_until="load")
+    settle(tab, idle_ms=5_000)
+    wait_ready(tab)
     tab.add_style_tag(content=NO_TRANSITIONS)
     return tab
 
@@ -170,37 +176,43 @@ STICK_OUT = r"""
 
 
 def check_page(context, site_url: str, doc: str, source: str) -> dict[str, list[str]]:
-    """Open ``doc`` once and check it at 1280 px and 320 px, light and dark.
+    """Open ``doc`` once and check it (:func:`check_loaded`)."""
+    tab = open_page(context, site_url, doc)
+    try:
+        return check_loaded(tab, source)
+    finally:
+        tab.close()
+
+
+def check_loaded(tab, source: str) -> dict[str, list[str]]:
+    """Check a page opened at 1280 px (:func:`open_page`) at 1280 px and 320 px, light and dark.
 
     Returns ``{what: problems}``: the axe violations of each width and mode, and at 320 px the
     elements that stick out of the viewport (WCAG 1.4.10, Reflow).  At 1280 px in light mode every
     WCAG A/AA rule runs; in dark mode the colour rules.  At 320 px every rule runs again in light
     mode (scrolling boxes, the narrow header), the colour rules on the page's furniture only.
+    The tab is left at 320 px.
     """
-    tab = open_page(context, site_url, doc)
     found: dict[str, list[str]] = {}
-    try:
-        set_mode(tab, "light")
-        found["1280 px, light"] = run_axe(tab, source)
-        set_mode(tab, "dark")
-        found["1280 px, dark"] = run_axe(tab, source, rules=COLOUR_RULES)
-        set_mode(tab, "light")
-        tab.set_viewport_size(NARROW)
-        tab.evaluate("() => window.dispatchEvent(new Event('resize'))")
-        tab.wait_for_timeout(400)
-        found["320 px, sticking out"] = tab.evaluate(STICK_OUT)
-        # the rules a tag selection runs (axe leaves out its experimental ones), colour aside
-        rules = tab.evaluate(
-            """(tags) => axe.getRules(tags).filter(r => !r.tags.includes('experimental')
-                                                     && r.ruleId !== 'color-contrast').map(r => r.ruleId)""",
-            TAGS,
-        )
-        found["320 px, light"] = run_axe(tab, source, rules=rules)
-        found["320 px, light"] += run_axe(tab, source, rules=COLOUR_RULES, exclude=[ARTICLE])
-        set_mode(tab, "dark")
-        found["320 px, dark"] = run_axe(tab, source, rules=COLOUR_RULES, exclude=[ARTICLE])
-    finally:
-        tab.close()
+    set_mode(tab, "light")
+    found["1280 px, light"] = run_axe(tab, source)
+    set_mode(tab, "dark")
+    found["1280 px, dark"] = run_axe(tab, source, rules=COLOUR_RULES)
+    set_mode(tab, "light")
+    tab.set_viewport_size(NARROW)
+    tab.evaluate("() => window.dispatchEvent(new Event('resize'))")
+    tab.wait_for_timeout(400)
+    found["320 px, sticking out"] = tab.evaluate(STICK_OUT)
+    # the rules a tag selection runs (axe leaves out its experimental ones), colour aside
+    rules = tab.evaluate(
+        """(tags) => axe.getRules(tags).filter(r => !r.tags.includes('experimental')
+                                                 && r.ruleId !== 'color-contrast').map(r => r.ruleId)""",
+        TAGS,
+    )
+    found["320 px, light"] = run_axe(tab, source, rules=rules)
+    found["320 px, light"] += run_axe(tab, source, rules=COLOUR_RULES, exclude=[ARTICLE])
+    set_mode(tab, "dark")
+    found["320 px, dark"] = run_axe(tab, source, rules=COLOUR_RULES, exclude=[ARTICLE])
     return {k: list(dict.fromkeys(v)) for k, v in found.items() if v}
 
 

@@ -111,3 +111,65 @@ def page(browser, site_url):
 def screenshots() -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+# -------------------------------------------------------------------------- one visit per page
+# Every page is loaded once at 1280 px and once on a phone (tests/browser/_visit.py); the checks
+# of a page read what its visit recorded.  A test that reads the visits of a page (argument
+# ``doc``) or of a half of the pages (argument ``half``) runs on the worker of that half.
+
+VISIT_FIXTURES = {"wide", "phone"}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    from _visit import half_of
+
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if not VISIT_FIXTURES & set(getattr(item, "fixturenames", ())):
+            continue
+        if "half" in params:
+            half = params["half"]
+        elif "doc" in params:
+            half = half_of(params["doc"])
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(name=f"site{half}"))
+
+
+@pytest.fixture(scope="session")
+def wide(browser, site_url, screenshots):
+    """``wide(doc)``: the visit of ``doc`` at 1280 x 900 px (loaded once per session)."""
+    from _axe import axe_source
+    from _visit import wide_visit
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    visits: dict[str, object] = {}
+    axe_js = functools.lru_cache(maxsize=1)(axe_source)
+
+    def get(doc: str):
+        if doc not in visits:
+            visits[doc] = wide_visit(context, site_url, doc, screenshots, axe_js)
+        return visits[doc]
+
+    yield get
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def phone(browser, site_url):
+    """``phone(doc)``: the visit of ``doc`` on a 390 x 800 px phone (loaded once per session)."""
+    from _visit import phone_visit
+
+    context = browser.new_context(
+        viewport={"width": 390, "height": 800}, device_scale_factor=2, is_mobile=True, has_touch=True
+    )
+    visits: dict[str, object] = {}
+
+    def get(doc: str):
+        if doc not in visits:
+            visits[doc] = phone_visit(context, site_url, doc)
+        return visits[doc]
+
+    yield get
+    context.close()

@@ -177,45 +177,47 @@ MEASURE = r"""
 """
 
 
-@pytest.fixture(scope="module")
-def survey(browser, site_url) -> dict[str, dict]:
-    """Open every built page once; return ``{page: measurements}``."""
+#: mark the folds MEASURE opens, so that they can be closed again after it
+MARK_FOLDS = """() => {
+  document.querySelectorAll('details:not([open])').forEach(d => { d.dataset.surveyClosed = '1'; });
+  document.querySelectorAll('.toggle-hidden').forEach(e => { e.dataset.surveyHidden = '1'; });
+}"""
+#: close the folds MEASURE opened: the page is again as loaded (axe-core checks it next)
+RESTORE_FOLDS = """() => {
+  document.querySelectorAll('[data-survey-closed]').forEach(d => { d.open = false; delete d.dataset.surveyClosed; });
+  document.querySelectorAll('[data-survey-hidden]').forEach(e => {
+    e.classList.add('toggle-hidden'); delete e.dataset.surveyHidden; });
+}"""
+
+
+def measure(tab) -> dict:
+    """MEASURE on a loaded page (MathJax done, images complete, explorers drawn), folds restored."""
+    tab.evaluate(MARK_FOLDS)
+    try:
+        return tab.evaluate(MEASURE)
+    finally:
+        tab.evaluate(RESTORE_FOLDS)
+
+
+#: the two halves of the pages, each visited on one worker (conftest.py, _visit.py)
+HALVES = [0, 1]
+
+
+@pytest.fixture
+def survey(wide, half) -> dict[str, dict]:
+    """``{page: measurements}`` of one half of the pages, each page opened once (its visit)."""
+    from _visit import pages_of
+
     pages = built_pages()
     if not pages:
         pytest.fail(f"no built book in {HTML}: run `bash scripts/build_book.sh` first", pytrace=False)
-    context = browser.new_context(viewport=VIEWPORT)
     results: dict[str, dict] = {}
-    try:
-        for doc in pages:
-            tab = context.new_page()
-            errors: list[str] = []
-            tab.on("pageerror", lambda err, errors=errors: errors.append(f"uncaught: {err}"))
-
-            def _console(msg, errors=errors) -> None:
-                if msg.type == "error":
-                    url = (msg.location or {}).get("url", "")
-                    errors.append(f"console: {msg.text[:200]}" + (f" ({url.rsplit('/', 1)[-1]})" if url else ""))
-
-            tab.on("console", _console)
-            tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url)
-                      or route.request.url.startswith(("data:", "blob:")) else route.abort())
-            tab.set_default_timeout(TIMEOUT_MS)
-            tab.goto(f"{site_url}/{doc}.html", wait_until="load")
-            settle(tab)
-            if tab.locator(".math").count() or tab.locator("mjx-container").count():
-                tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-                tab.evaluate("() => MathJax.startup.promise.then(() => true)")
-            tab.wait_for_function("() => Array.from(document.images).every(img => img.complete)", polling=200)
-            views = tab.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
-            if views:  # the widget manager draws the explorers after load; static/book.js adopts them
-                tab.wait_for_function(f"() => document.querySelectorAll('figure.explorer-live').length >= {views}")
-            data = tab.evaluate(MEASURE)
-            data["errors"] = errors
-            data["html"] = (HTML / f"{doc}.html").read_text(encoding="utf-8")
-            results[doc] = data
-            tab.close()
-    finally:
-        context.close()
+    for doc in pages_of(half):
+        visit = wide(doc)
+        data = dict(visit["survey"])
+        data["errors"] = visit["survey_errors"]
+        data["html"] = (HTML / f"{doc}.html").read_text(encoding="utf-8")
+        results[doc] = data
     return results
 
 
@@ -240,72 +242,89 @@ def progress_text(html: str) -> list[str]:
     return [body[max(m.start() - 20, 0) : m.end() + 10].strip() for m in PROGRESS.finditer(body)]
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_no_raw_tex_in_visible_text(survey):
     found = {doc: hits for doc, data in survey.items() if (hits := raw_tex(data["text"]))}
     assert not found, _report(found, "raw TeX in the visible text (outside typeset math and code)")
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_no_display_equation_wider_than_its_column(survey):
     found = {doc: data["wide"] for doc, data in survey.items() if data["wide"]}
     assert not found, _report(found, f"display equations wider than the column at {VIEWPORT['width']} px "
                                      "(split them with aligned / line breaks)")
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_no_javascript_errors(survey):
     found = {doc: data["errors"] for doc, data in survey.items() if data["errors"]}
     assert not found, _report(found, "JavaScript errors")
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_every_output_image_is_a_numbered_captioned_figure(survey):
     found = {doc: data["unfigured"] for doc, data in survey.items() if data["unfigured"]}
     assert not found, _report(found, "output images outside a numbered, captioned figure "
                                      '(cell metadata {"mystnb": {"figure": {"caption": ..., "name": ...}}})')
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_every_explorer_has_a_static_image_in_its_own_cell(survey):
     found = {doc: data["bare"] for doc, data in survey.items() if data["bare"]}
     assert not found, _report(found, "explorers (widgets) without their static figure in the same cell "
                                      "(slider_explorer(static=True) in a cell with mystnb figure metadata)")
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_no_figure_is_shrunk_to_fit_the_column(survey):
     found = {doc: data["shrunk"] for doc, data in survey.items() if data["shrunk"]}
     assert not found, _report(found, "figures wider than the column, shrunk below 90 % (their text below "
                                      "9 px): draw them at most 6.9 in wide at 100 dpi")
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_no_progress_bars(survey):
     found = {doc: hits for doc, data in survey.items() if (hits := progress_text(data["html"]))}
     assert not found, _report(found, "progress-bar output (tqdm text or progress widgets)")
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_no_code_cell_scrolls_sideways(survey):
     found = {doc: data["scrolling"] for doc, data in survey.items() if data["scrolling"]}
     assert not found, _report(found, f"code cells wider than the column at {VIEWPORT['width']} px "
                                      "(ruff format, lines <= 79 characters)")
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_no_bare_reference(survey):
     found = {doc: data["bareRefs"] for doc, data in survey.items() if data["bareRefs"]}
     assert not found, _report(found, "references that read as a bare word (no number, no name)")
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_boxes_carry_the_papers_number_not_the_books(survey):
     found = {doc: data["boxes"] for doc, data in survey.items() if data["boxes"]}
     assert not found, _report(found, "theorem-like boxes without the paper's number in their title "
                                      "or numbered by the book (_ext/paper_boxes.py)")
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_every_explorer_shows_one_image(survey):
     found = {doc: data["twice"] for doc, data in survey.items() if data["twice"]}
     assert not found, _report(found, "explorers showing their static image and the widget's frame")
-    live = sum(data["html"].count("application/vnd.jupyter.widget-view+json") for data in survey.values())
+    # over every page of the book (the other half's pages are read from their files)
+    live = sum((HTML / f"{doc}.html").read_text(encoding="utf-8").count("application/vnd.jupyter.widget-view+json")
+               for doc in built_pages())
     assert live >= 2, "no explorer found in the built pages"
 
 
-def test_survey_covers_every_page_of_the_toc(survey):
-    """The survey saw the chapters, the prose pages and the generated API pages."""
-    pages = set(survey)
+def test_survey_covers_every_page_of_the_toc():
+    """The survey sees the chapters, the prose pages and the generated API pages: its two halves
+    together are every built page."""
+    from _visit import pages_of
+
+    pages = set(pages_of(0)) | set(pages_of(1))
+    assert sorted(pages_of(0) + pages_of(1)) == built_pages()
     want = {"book/welcome", "book/ledger", "book/glossary", "book/notation", "book/api/index"}
     want |= {str(p.relative_to(ROOT).with_suffix("")) for p in (ROOT / "notebooks").glob("*.ipynb")}
     missing = sorted(want - pages)
