@@ -1,4 +1,5 @@
-"""Fixtures for the browser check: a local server for _build/html and headless Chromium.
+"""Fixtures for the browser check: a local server for _build/html and headless
+Chromium.
 
 The book checked is the repository's (or the folder in ``NQF_BOOK_ROOT``).
 Without Chromium (``apt-get install -y chromium``) or without a built book
@@ -18,8 +19,11 @@ from pathlib import Path
 import pytest
 from _support import TIMEOUT_MS
 
-#: The book's source folder; NQF_BOOK_ROOT points the check at another built book.
-ROOT = Path(os.environ.get("NQF_BOOK_ROOT") or Path(__file__).resolve().parents[2]).resolve()
+#: The book's source folder; NQF_BOOK_ROOT points the check at another built
+#: book.
+ROOT = Path(
+    os.environ.get("NQF_BOOK_ROOT") or Path(__file__).resolve().parents[2]
+).resolve()
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -39,7 +43,10 @@ CHROMIUM_ARGS = [
 def _unavailable(reason: str) -> None:
     """Fail under CI, skip elsewhere."""
     if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set, so the browser check must run)", pytrace=False)
+        pytest.fail(
+            f"{reason} (CI is set, so the browser check must run)",
+            pytrace=False,
+        )
     pytest.skip(reason)
 
 
@@ -52,7 +59,10 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def site_url() -> Iterator[str]:
     """Serve _build/html on 127.0.0.1 at a free port for the whole session."""
     if not (HTML / "index.html").is_file():
-        _unavailable(f"no built book at {HTML}: build it first with `bash scripts/build_book.sh`")
+        _unavailable(
+            f"no built book at {HTML}: build it first with "
+            "`bash scripts/build_book.sh`"
+        )
     handler = functools.partial(_QuietHandler, directory=str(HTML))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -70,14 +80,20 @@ def browser() -> Iterator[object]:
     """Headless Debian Chromium driven by playwright."""
     if not CHROMIUM.exists():
         _unavailable(
-            f"{CHROMIUM} not found: install it with `apt-get update && apt-get install -y chromium`"
+            f"{CHROMIUM} not found: install it with "
+            "`apt-get update && apt-get install -y chromium`"
         )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _unavailable("python package playwright is not installed (`pip install playwright`)")
+        _unavailable(
+            "python package playwright is not installed "
+            "(`pip install playwright`)"
+        )
     with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        instance = pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+        )
         try:
             yield instance
         finally:
@@ -86,7 +102,8 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture
 def page(browser, site_url):
-    """A fresh tab (1200x900) that records page errors and requests leaving the machine."""
+    """A fresh tab (1200x900) that records page errors and requests leaving the
+    machine."""
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     tab = context.new_page()
     tab.errors = []
@@ -113,10 +130,14 @@ def screenshots() -> Path:
     return SCREENSHOTS
 
 
-# -------------------------------------------------------------------------- one visit per page
-# Every page is loaded once at 1280 px and once on a phone (tests/browser/_visit.py); the checks
-# of a page read what its visit recorded.  A test that reads the visits of a page (argument
-# ``doc``) or of a half of the pages (argument ``half``) runs on the worker of that half.
+# --------------------------------------------------------------------------
+# one visit per page
+# Every page is loaded once at 1280 px and once on a phone
+# (tests/browser/_visit.py); the checks
+# of a page read what its visit recorded.  A test that reads the visits of a
+# page (argument
+# ``doc``) or of a half of the pages (argument ``half``) runs on the worker of
+# that half.
 
 VISIT_FIXTURES = {"wide", "phone"}
 
@@ -139,7 +160,8 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 @pytest.fixture(scope="session")
 def wide(browser, site_url, screenshots):
-    """``wide(doc)``: the visit of ``doc`` at 1280 x 900 px (loaded once per session)."""
+    """``wide(doc)``: the visit of ``doc`` at 1280 x 900 px (loaded once per
+    session)."""
     from _axe import axe_source
     from _visit import wide_visit
 
@@ -149,7 +171,9 @@ def wide(browser, site_url, screenshots):
 
     def get(doc: str):
         if doc not in visits:
-            visits[doc] = wide_visit(context, site_url, doc, screenshots, axe_js)
+            visits[doc] = wide_visit(
+                context, site_url, doc, screenshots, axe_js
+            )
         return visits[doc]
 
     yield get
@@ -158,11 +182,15 @@ def wide(browser, site_url, screenshots):
 
 @pytest.fixture(scope="session")
 def phone(browser, site_url):
-    """``phone(doc)``: the visit of ``doc`` on a 390 x 800 px phone (loaded once per session)."""
+    """``phone(doc)``: the visit of ``doc`` on a 390 x 800 px phone (loaded
+    once per session)."""
     from _visit import phone_visit
 
     context = browser.new_context(
-        viewport={"width": 390, "height": 800}, device_scale_factor=2, is_mobile=True, has_touch=True
+        viewport={"width": 390, "height": 800},
+        device_scale_factor=2,
+        is_mobile=True,
+        has_touch=True,
     )
     visits: dict[str, object] = {}
 
