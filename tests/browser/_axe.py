@@ -2,13 +2,10 @@
 on a loaded page.
 
 ``tests/browser/package.json`` pins axe-core; :func:`axe_source` installs it
-with ``npm ci`` into
-``tests/browser/node_modules`` (git-ignored) the first time a test needs it,
-under a file lock so
-that two pytest workers install it once, and returns the script's text.
-:func:`run_axe` injects
-it into a page and returns the violations of the WCAG 2.0 and 2.1 level A and
-AA rules, one
+with ``npm ci`` into ``tests/browser/node_modules`` (git-ignored) the first
+time a test needs it, under a file lock so that two pytest workers install it
+once, and returns the script's text. :func:`run_axe` injects it into a page and
+returns the violations of the WCAG 2.0 and 2.1 level A and AA rules, one
 readable line per failing element.
 """
 
@@ -108,9 +105,8 @@ def run_axe(
     """Violations on ``page``: ``"rule [impact] target: why"`` per element.
 
     By default every rule tagged WCAG 2.0 / 2.1 A or AA runs on the whole page;
-    ``rules`` runs
-    only those rules, ``exclude`` leaves out the elements matching those CSS
-    selectors.
+    ``rules`` runs only those rules, ``exclude`` leaves out the elements
+    matching those CSS selectors.
     """
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.add_script_tag(content=source)
@@ -204,9 +200,8 @@ WIDE = {"width": 1280, "height": 900}
 #: WCAG's reflow width: 1280 CSS px at 400 % zoom
 NARROW = {"width": 320, "height": 640}
 #: the article's own content: its colours do not change with the width, so at
-#: 320 px the colour
-#: rules check only the page's furniture (header, sidebars, drawers), which the
-#: width rearranges
+#: 320 px the colour rules check only the page's furniture (header, sidebars,
+#: drawers), which the width rearranges
 ARTICLE = ".bd-article"
 
 #: visible elements that end right of the viewport (or start left of it)
@@ -263,13 +258,10 @@ def check_loaded(tab, source: str) -> dict[str, list[str]]:
     px, light and dark.
 
     Returns ``{what: problems}``: the axe violations of each width and mode,
-    and at 320 px the
-    elements that stick out of the viewport (WCAG 1.4.10, Reflow).  At 1280 px
-    in light mode every
-    WCAG A/AA rule runs; in dark mode the colour rules.  At 320 px every rule
-    runs again in light
-    mode (scrolling boxes, the narrow header), the colour rules on the page's
-    furniture only.
+    and at 320 px the elements that stick out of the viewport (WCAG 1.4.10,
+    Reflow).  At 1280 px in light mode every WCAG A/AA rule runs; in dark mode
+    the colour rules.  At 320 px every rule runs again in light mode (scrolling
+    boxes, the narrow header), the colour rules on the page's furniture only.
     The tab is left at 320 px.
     """
     found: dict[str, list[str]] = {}

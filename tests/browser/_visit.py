@@ -1,26 +1,21 @@
 """One visit per page and width: each page of the book is loaded once at 1280
-px and once on a
-phone, and every check of that page reads what its visit recorded.
+px and once on a phone, and every check of that page reads what its visit
+recorded.
 
 The checks live in their test files (test_pages.py, test_every_page.py,
-test_figures_a11y.py,
-test_a11y.py, test_phone.py); this module opens the page once and runs their
-measurements in an
-order that keeps each one as it was on a page of its own: first what only reads
-the page (the
-reader's checks, the launch links, the ledger, the figures), then the survey
-(which opens the folds
+test_figures_a11y.py, test_a11y.py, test_phone.py); this module opens the page
+once and runs their measurements in an order that keeps each one as it was on a
+page of its own: first what only reads the page (the reader's checks, the
+launch links, the ledger, the figures), then the survey (which opens the folds
 to measure them, and closes them again), then axe-core (light and dark at 1280
-px, then 320 px,
-where the visit ends).  A part that raises is recorded: the check that needs it
-fails with the
-error, the other checks of the page still run.
+px, then 320 px, where the visit ends).  A part that raises is recorded: the
+check that needs it fails with the error, the other checks of the page still
+run.
 
 The pages are split in two halves (even and odd positions in
-:func:`test_every_page.built_pages`):
-conftest.py sends every test of one half to the same pytest-xdist worker, so
-that each page is
-visited once, on one worker.
+:func:`test_every_page.built_pages`): conftest.py sends every test of one half
+to the same pytest-xdist worker, so that each page is visited once, on one
+worker.
 """
 
 from __future__ import annotations
@@ -180,9 +175,8 @@ def phone_visit(context, site_url: str, doc: str) -> Visit:
             polling=200,
         )
         # static/book.js marks the boxes that scroll once the math is typeset
-        # (and every 0.5 s for
-        # 10 s): measure until nothing is cut or uncued, for at most
-        # PHONE_SETTLE_MS
+        # (and every 0.5 s for 10 s): measure until nothing is cut or uncued,
+        # for at most PHONE_SETTLE_MS
         deadline = time.monotonic() + PHONE_SETTLE_MS / 1000
         while True:
             cut = tab.evaluate(phone.CUT)

@@ -130,14 +130,11 @@ def screenshots() -> Path:
     return SCREENSHOTS
 
 
-# --------------------------------------------------------------------------
-# one visit per page
+# ------------------------------------------------------- one visit per page
 # Every page is loaded once at 1280 px and once on a phone
-# (tests/browser/_visit.py); the checks
-# of a page read what its visit recorded.  A test that reads the visits of a
-# page (argument
-# ``doc``) or of a half of the pages (argument ``half``) runs on the worker of
-# that half.
+# (tests/browser/_visit.py); the checks of a page read what its visit recorded.
+# A test that reads the visits of a page (argument ``doc``) or of a half of the
+# pages (argument ``half``) runs on the worker of that half.
 
 VISIT_FIXTURES = {"wide", "phone"}
 

@@ -1,7 +1,6 @@
 """The course guide as a teacher sees it: real tables (a row per page of every
-chapter, a row per
-week), the prerequisite map as one figure, at 1280 px and on a phone (390
-px)."""
+chapter, a row per week), the prerequisite map as one figure, at 1280 px and on
+a phone (390 px)."""
 
 from __future__ import annotations
 

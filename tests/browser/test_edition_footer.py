@@ -2,12 +2,10 @@
 report.
 
 Read from the built HTML (``_build/html``) after the book build: each page ends
-with the edition
-note (version and release date of ``pyproject.toml``/the changelog, build date,
-commit, seed) and a
-*Report a problem* link whose new-issue form names the page, the version and
-the seed; the
-changelog page holds the errata and a BibTeX entry with the version.
+with the edition note (version and release date of ``pyproject.toml``/the
+changelog, build date, commit, seed) and a *Report a problem* link whose
+new-issue form names the page, the version and the seed; the changelog page
+holds the errata and a BibTeX entry with the version.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Checks that hold on every page of the built book (issue 11.8), each its own
 test.
 
-A module-scoped survey opens every HTML page of ``_build/html`` once in
-headless Chromium at 1280 x 900 px (as a reader on a laptop), waits for
-MathJax and the images, and records what each check needs.  Each test then
-fails with the list of offending pages and elements:
+The survey reads what the visit of each HTML page of ``_build/html`` recorded
+(tests/browser/_visit.py: each page opened once in headless Chromium at 1280 x
+900 px, as a reader on a laptop, after MathJax and the images).  Each test,
+once for each half of the pages, fails with the list of offending pages and
+elements:
 
 - no raw TeX (``$...$``, ``\\frac``, ``\\begin``, ...) in the visible text
-  outside
-  typeset math and code;
+  outside typeset math and code;
 - no display equation wider than its column (its MathJax container scrolls);
 - no JavaScript error (uncaught exceptions and console errors);
 - every output image of a code cell sits in a numbered, captioned figure
@@ -20,19 +20,16 @@ fails with the list of offending pages and elements:
 - no progress-bar text (tqdm's ``42%|####``, ``it/s``) and no progress widget;
 - no code cell that scrolls sideways (code fits the column);
 - no reference that renders as a bare word ("Theorem", "Proposition", "Fig.")
-  without its number
-  or name, and no theorem-like box numbered by the book (every box carries the
-  paper's number, in
-  its title, or says it is the book's own);
+  without its number or name, and no theorem-like box numbered by the book
+  (every box carries the paper's number, in its title, or says it is the book's
+  own);
 - every explorer shows one image (its widget replaces the static image inside
   the figure).
 
-A second survey opens every page at 390 x 800 px (a phone) and checks that
-nothing is cut: the page
-never scrolls sideways, and every box wider than its column (an equation, a
-table, code) scrolls
-inside itself with a visible cue; and that a tap on a chapter's figure shows it
-at full size.
+A second survey (test_phone.py) opens every page at 390 x 800 px (a phone) and checks that
+nothing is cut: the page never scrolls sideways, and every box wider than its
+column (an equation, a table, code) scrolls inside itself with a visible cue;
+and that a tap on a chapter's figure shows it at full size.
 
 Run after building the book: ``pytest tests/browser -m browser``.
 """
@@ -457,8 +454,7 @@ def test_every_explorer_shows_one_image(survey):
 
 def test_survey_covers_every_page_of_the_toc():
     """The survey sees the chapters, the prose pages and the generated API
-    pages: its two halves
-    together are every built page."""
+    pages: its two halves together are every built page."""
     from _visit import pages_of
 
     pages = set(pages_of(0)) | set(pages_of(1))

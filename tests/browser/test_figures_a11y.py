@@ -2,17 +2,14 @@
 keyboard.
 
 - In the source: every figure cell carries a written text alternative
-  (``mystnb.image.alt``), not
-  its caption again, not a file name.
+  (``mystnb.image.alt``), not its caption again, not a file name.
 - On every page: every figure image has that alternative (never a file name or
-  a hash), every
-  explorer frame names its view, and every figure of a chapter links its data
-  as CSV.
+  a hash), every explorer frame names its view, and every figure of a chapter
+  links its data as CSV.
 - By keyboard in Chromium: every explorer's control is reached with Tab,
-  operated with the arrow
-  keys (a slider) or Enter and Space (toggle buttons), shows a focus ring, has
-  an accessible name,
-  announces the new view in a live region, and lets Tab move on (no trap).
+  operated with the arrow keys (a slider) or Enter and Space (toggle buttons),
+  shows a focus ring, has an accessible name, announces the new view in a live
+  region, and lets Tab move on (no trap).
 """
 
 from __future__ import annotations

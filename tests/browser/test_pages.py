@@ -3,12 +3,11 @@
 For each page in ``_toc.yml``: it loads (HTTP 200, a title), every image has
 loaded, no cell output shows a traceback or an error name (unless the cell is
 tagged ``shows-error``: it prints a caught exception on purpose), the math is
-typeset by MathJax with
-no TeX error, nothing is fetched from outside the machine, and our vendored
-scripts raise no JavaScript error.  Chapter notebooks also need the Binder and
-Colab launch links, and their widgets must render and respond to the slider.
-The ledger page must list claims, all passing, from every chapter.
-Screenshots go to ``_build/screenshots/``.
+typeset by MathJax with no TeX error, nothing is fetched from outside the
+machine, and our vendored scripts raise no JavaScript error.  Chapter notebooks
+also need the Binder and Colab launch links, and their widgets must render and
+respond to the slider. The ledger page must list claims, all passing, from
+every chapter. Screenshots go to ``_build/screenshots/``.
 
 Run after building the book: ``pytest tests/browser -m browser``.
 """
@@ -105,8 +104,7 @@ def shoot(page, doc: str, screenshots: Path) -> None:
 
 def read_cleanly(page, doc: str) -> dict:
     """What a reader sees on a loaded page: title, math, images, cell outputs
-    (waits for the math
-    and the images)."""
+    (waits for the math and the images)."""
     out = {
         "title": page.title(),
         "has_math": page.locator(".math").count() > 0,
@@ -319,8 +317,8 @@ def ledger_state(page) -> dict:
         "groups": page.locator("details.claims-chapter-group").count(),
         "open": page.locator("details.claims-chapter-group[open]").count(),
         # each fold's first line links its chapter (static/book.js moves the
-        # link out of the
-        # summary: a link inside a summary is a control inside a control)
+        # link out of the summary: a link inside a summary is a control inside
+        # a control)
         "links": page.locator(
             "details.claims-chapter-group > p.claims-chapter-link a"
         ).evaluate_all("els => els.map(a => a.getAttribute('href'))"),

@@ -2,21 +2,16 @@
 back with pypdf.
 
 Each chapter's PDF must have pages, embedded fonts (a PDF that relies on the
-reader's fonts shows
-boxes or substitutes, MathJax's glyphs above all), a tagged figure for every
-figure of the chapter,
-the chapter's title and numbered equations in its text, and no raw TeX or MyST
-markup.
-The book's PDF has a title page, a table of contents whose page numbers are
-right, every chapter
+reader's fonts shows boxes or substitutes, MathJax's glyphs above all), a
+tagged figure for every figure of the chapter, the chapter's title and numbered
+equations in its text, and no raw TeX or MyST markup. The book's PDF has a
+title page, a table of contents whose page numbers are right, every chapter
 (each a bookmark), the notation, glossary and bibliography pages, and only
-links that work in a
-reader's hands (inside the PDF, or to the published book, never to the print
-server). Every PDF is
-tagged (headings, figures with a text alternative that is not a file name), has
-its language and
-title, draws no empty code frame, and prints its bitmaps at 200 ppi or finer.
-Run after ``bash scripts/build_book.sh``.
+links that work in a reader's hands (inside the PDF, or to the published book,
+never to the print server). Every PDF is tagged (headings, figures with a text
+alternative that is not a file name), has its language and title, draws no
+empty code frame, and prints its bitmaps at 200 ppi or finer. Run after ``bash
+scripts/build_book.sh``.
 """
 
 from __future__ import annotations
@@ -55,8 +50,8 @@ def prose_text(reader) -> str:
     out.
 
     Code may hold TeX on purpose (a matplotlib label such as
-    ``"$\\sqrt{\\epsilon}$"``); the
-    prose, the captions and the equations may not.
+    ``"$\\sqrt{\\epsilon}$"``); the prose, the captions and the equations may
+    not.
     """
     parts: list[str] = []
 
@@ -487,9 +482,8 @@ def empty_frames(
     pages, dpi: int = 36, min_pt: float = 60.0
 ) -> list[tuple[int, float]]:
     """``(page, height in pt)`` of every tinted box (a code frame, a note) with
-    nothing in it for at least
-    ``min_pt``: rows across which one light grey spans over half the text width
-    and nothing is drawn."""
+    nothing in it for at least ``min_pt``: rows across which one light grey
+    spans over half the text width and nothing is drawn."""
     import numpy as np
 
     out = []
@@ -576,11 +570,9 @@ def _explorers(chapter: str) -> int:
 @pytest.mark.parametrize("name", ["book", *CHAPTERS])
 def test_figures_are_vector_or_at_least_200_ppi(pdfs, name):
     """A figure is drawn as vector graphics (the build draws figures as SVG),
-    or its bitmap is placed
-    at 200 ppi or finer. The one exception is an explorer's static frame, a PNG
-    that
-    nqf_lite.widgets draws at the figure's 100 dpi: at most one coarse bitmap
-    per explorer."""
+    or its bitmap is placed at 200 ppi or finer. The one exception is an
+    explorer's static frame, a PNG that nqf_lite.widgets draws at the figure's
+    100 dpi: at most one coarse bitmap per explorer."""
     coarse = [
         (page, ppi)
         for page, width, ppi in image_resolutions(PDF / f"{name}.pdf")

@@ -2,14 +2,11 @@
 cue, figures enlarge.
 
 A page must never scroll sideways as a whole. A box wider than its column (a
-display equation, a
-table, a code block) must scroll inside itself and carry the visible cue that
-static/book.js adds
-(class ``scroll-cue``: a shaded right edge and a "scroll sideways" label). A
-figure drawn for the
-688-px column is shown at about half size on a phone, its 9-pt text near 6 px;
-a tap must open it
-at full size (text at 100 %). Run after building the book: ``pytest
+display equation, a table, a code block) must scroll inside itself and carry
+the visible cue that static/book.js adds (class ``scroll-cue``: a shaded right
+edge and a "scroll sideways" label). A figure drawn for the 688-px column is
+shown at about half size on a phone, its 9-pt text near 6 px; a tap must open
+it at full size (text at 100 %). Run after building the book: ``pytest
 tests/browser -m browser``.
 """
 
