@@ -26,10 +26,10 @@ elements:
 - every explorer shows one image (its widget replaces the static image inside
   the figure).
 
-A second survey (test_phone.py) opens every page at 390 x 800 px (a phone) and checks that
-nothing is cut: the page never scrolls sideways, and every box wider than its
-column (an equation, a table, code) scrolls inside itself with a visible cue;
-and that a tap on a chapter's figure shows it at full size.
+A second survey (test_phone.py) opens every page at 390 x 800 px (a phone) and
+checks that nothing is cut: the page never scrolls sideways, and every box
+wider than its column (an equation, a table, code) scrolls inside itself with a
+visible cue; and that a tap on a chapter's figure shows it at full size.
 
 Run after building the book: ``pytest tests/browser -m browser``.
 """
