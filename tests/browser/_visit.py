@@ -20,6 +20,7 @@ worker.
 
 from __future__ import annotations
 
+import functools
 import time
 import traceback
 from pathlib import Path
@@ -32,19 +33,22 @@ from _support import TIMEOUT_MS, settle
 PHONE_SETTLE_MS = 5_000
 
 
+@functools.cache
+def _pages() -> tuple[str, ...]:
+    from test_every_page import built_pages
+
+    return tuple(built_pages())
+
+
 def half_of(doc: str) -> int:
     """The half of the pages ``doc`` belongs to (0 or 1): its position in the
     build, modulo 2."""
-    from test_every_page import built_pages
-
-    pages = built_pages()
+    pages = _pages()
     return pages.index(doc) % 2 if doc in pages else 0
 
 
 def pages_of(half: int) -> list[str]:
-    from test_every_page import built_pages
-
-    return built_pages()[half::2]
+    return list(_pages()[half::2])
 
 
 class Visit(dict):
