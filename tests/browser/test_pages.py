@@ -211,7 +211,9 @@ def launch_links(page, doc: str) -> dict:
 def test_chapter_launch_buttons(wide, doc):
     """Colab and Binder open the chapter's reader edition, never its MyST
     source."""
-    links = wide(doc)["launch"]
+    visit = wide(doc)
+    assert visit["status"] == 200, f"{doc}.html: HTTP {visit['status']}"
+    links = visit["launch"]
     reader = f"editions/reader/{Path(doc).name}.ipynb"
     assert links["binder"] >= 1, f"{doc}: no Binder launch link to {reader}"
     assert links["colab"] >= 1, f"{doc}: no Colab launch link to {reader}"
@@ -328,7 +330,9 @@ def ledger_state(page) -> dict:
 def test_ledger_complete(wide):
     if LEDGER not in PAGES:
         pytest.fail(f"{LEDGER} is not in _toc.yml")
-    ledger = wide(LEDGER)["ledger"]
+    visit = wide(LEDGER)
+    assert visit["status"] == 200, f"{LEDGER}.html: HTTP {visit['status']}"
+    ledger = visit["ledger"]
     assert ledger["rows"] > 0, "the ledger table has no claim rows"
     summary = ledger["summary"]
     assert "all pass" in summary, summary
