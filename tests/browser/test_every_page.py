@@ -240,6 +240,9 @@ MARK_FOLDS = """() => {
     .forEach(d => { d.dataset.surveyClosed = '1'; });
   document.querySelectorAll('.toggle-hidden')
     .forEach(e => { e.dataset.surveyHidden = '1'; });
+  // an open fold keeps its attribute's value (open="open" stays so)
+  document.querySelectorAll('details[open]')
+    .forEach(d => { d.dataset.surveyOpen = d.getAttribute('open'); });
 }"""
 #: close the folds MEASURE opened: the page is again as loaded (axe-core checks
 #: it next)
@@ -248,6 +251,9 @@ RESTORE_FOLDS = """() => {
     d.open = false; delete d.dataset.surveyClosed; });
   document.querySelectorAll('[data-survey-hidden]').forEach(e => {
     e.classList.add('toggle-hidden'); delete e.dataset.surveyHidden; });
+  document.querySelectorAll('[data-survey-open]').forEach(d => {
+    d.setAttribute('open', d.dataset.surveyOpen);
+    delete d.dataset.surveyOpen; });
 }"""
 
 
