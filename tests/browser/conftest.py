@@ -139,6 +139,8 @@ def screenshots() -> Path:
 VISIT_FIXTURES = {"wide", "phone"}
 
 
+# before pytest-xdist's own hook, which reads the groups into the test ids
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items) -> None:
     from _visit import half_of
 
