@@ -155,6 +155,23 @@ def pytest_collection_modifyitems(config, items) -> None:
         else:
             continue
         item.add_marker(pytest.mark.xdist_group(name=f"site{half}"))
+        if getattr(config.option, "loadgroup", False):
+            _group_id(item, f"site{half}")
+
+
+def _group_id(item, group: str) -> None:
+    """Append ``@group`` to the test's id, as pytest-xdist does for
+    ``--dist loadgroup``: xdist 3.8 writes ``item._nodeid``, which pytest 9
+    no longer reads (its id is ``item._id``), so the groups had no effect."""
+    if item.nodeid.rfind("@") > item.nodeid.rfind("]"):
+        return  # xdist did it
+    grouped = f"{item.nodeid}@{group}"
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # pytest < 9: the id is item._nodeid
+        item._nodeid = grouped
+        return
+    item._id = coerce_node_id(grouped)
 
 
 @pytest.fixture(scope="session")
