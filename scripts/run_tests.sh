@@ -44,5 +44,5 @@ step 3 "reader editions in an environment built from Colab's published package l
 step 4 "book build at base seed NQF_SEED=${NQF_SEED:-0}, with the PDFs (-W: warnings are errors; a failed claim fails the build)" \
   bash scripts/build_book.sh
 step 5 "browser check of the built HTML at 1280 px and 390 px, and of the PDFs (headless Chromium)" \
-  $PYTEST tests/browser -m browser -q -n 2 --dist loadfile -p no:cacheprovider
+  $PYTEST tests/browser -m browser -q -n 2 --dist loadgroup -p no:cacheprovider
 echo "== all $STEPS steps passed in $((SECONDS - start_all)) s"
