@@ -555,8 +555,8 @@ def image_resolutions(path: Path) -> list[tuple[int, int, float]]:
 
 
 def _explorers(chapter: str) -> int:
-    """Explorer figures of a chapter (nqf_lite.book.widgets.slider_explorer): their
-    static frame is a bitmap."""
+    """Explorer figures of a chapter (nqf_lite.book.widgets.slider_explorer):
+    their static frame is a bitmap."""
     path = ROOT / "notebooks" / f"{chapter}.ipynb"
     if not path.is_file():
         return 0
