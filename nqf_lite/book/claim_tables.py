@@ -1,7 +1,7 @@
 """Claims checked as tables, and a log-log slope checked as a claim.
 
-The methods :meth:`~nqf_lite.book.claims.Claims.table` and
-:meth:`~nqf_lite.book.claims.Claims.slope` of the ledger: both record each
+The methods :meth:`ClaimTables.table` and
+:meth:`ClaimTables.slope` of the ledger: both record each
 claim through :meth:`~nqf_lite.book.claims.Claims.check`.
 """
 

@@ -131,6 +131,10 @@ def _margin(m, expected, atol, rtol, at_most, at_least) -> float | None:
 class Claims(ClaimTables):
     """The ledger of one chapter.
 
+    :meth:`check` asserts one claim; :meth:`~.ClaimTables.table` (a table of
+    claims) and :meth:`~.ClaimTables.slope` (a log-log slope) come from
+    :class:`~nqf_lite.book.claim_tables.ClaimTables`.
+
     Parameters
     ----------
     chapter : str

@@ -245,7 +245,7 @@ def expand_at(
     first two columns (Eq. 20).
 
     The arguments are trusted: ``f, p, d, module`` from
-    :func:`unit_function`, ``x`` from :func:`nqf_lite._checks.finite_input`.
+    :func:`unit_function`, ``x`` from ``nqf_lite._checks.finite_input``.
     With ``check``, the conditions of Theorem 1 are verified
     (:func:`~nqf_lite.expansion.taylor.check_symmetry` or
     :func:`~nqf_lite.expansion.taylor.check_module_symmetry`, and

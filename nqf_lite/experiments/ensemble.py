@@ -10,7 +10,7 @@ loss depends only on its own weights, so one optimizer step on the stack is
 one step for every member (the optimizers of
 :func:`nqf_lite.experiments.train.optimizer`
 update every weight entry on its own).
-:func:`nqf_lite.experiments.train.train_pair` is
+:func:`nqf_lite.experiments.pair.train_pair` is
 the same training for one member.
 
 - :func:`stack_weights`, :func:`stack_inputs`: the members' weights and data
@@ -293,7 +293,7 @@ def train_ensemble(
     Every member and its twin start from the member's weights and are trained
     with the same optimizer on the loss ``L = (1/n) sum_n |f(x_n) - y_n|^2``
     of the step's batch (paper Eq. 26, summed over outputs), exactly as
-    :func:`nqf_lite.experiments.train.train_pair` trains one pair.
+    :func:`nqf_lite.experiments.pair.train_pair` trains one pair.
 
     Parameters
     ----------
