@@ -8,9 +8,9 @@ With the loss of Eq. 26 and the batch quantities ``v`` and ``H`` of
 
 .. math::
 
-    \\Delta\\mu = -\\eta(d\\,v + H\\mu), \\qquad
-    \\Delta M = -\\eta(v\\mu^\\top + \\mu v^\\top + HM + MH)
-    + \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top + HMH).
+    \\Delta\\mu &= -\\eta(d\\,v + H\\mu), \\\\
+    \\Delta M &= -\\eta(v\\mu^\\top + \\mu v^\\top + HM + MH) \\\\
+    &\\quad + \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top + HMH).
 
 - :func:`gd_step`, :func:`closed_step`: one step of either;
 - :func:`train`, :func:`train_closed`: ``steps`` of them, returning every
