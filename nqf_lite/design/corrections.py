@@ -34,15 +34,25 @@ gives the time of one run from its own start ``z_k(0)`` (for tests paired on
 the start, which isolate the step correction from the random start),
 :func:`log_chi2_kurtosis` and
 :func:`spread_ratio` judge the
-predicted seed-to-seed spread.
+predicted seed-to-seed spread, and :func:`out_of_order_probability` gives the
+chance that the random start alone switches two modes on in the wrong order.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.special import digamma, polygamma
+from scipy.stats import beta
 
-from nqf_lite._checks import as_array, broadcast, positive, width
+from nqf_lite._checks import (
+    as_array,
+    broadcast,
+    fraction,
+    generator,
+    integer,
+    positive,
+    width,
+)
 from nqf_lite.dynamics.solvable import switch_on_time_exact
 
 __all__ = [
@@ -54,6 +64,7 @@ __all__ = [
     "log_chi2_kurtosis",
     "log_chi2_mean",
     "log_chi2_sd",
+    "out_of_order_probability",
     "spread_ratio",
 ]
 
@@ -336,3 +347,90 @@ def spread_ratio(
         raise ValueError(f"kurtosis must be >= 1, got {kurtosis!r}")
     ratio = float(np.sqrt(np.mean(t.var(axis=0, ddof=1) / sd**2)))
     return ratio, float(np.sqrt((kurt - 1.0) / (4.0 * n * k)))
+
+
+def out_of_order_probability(
+    r: object,
+    C: object,
+    eps: float,
+    lr: float,
+    d: int,
+    rng: np.random.Generator | int,
+    n_draws: int = 1_000_000,
+    level: float = 0.999,
+) -> tuple[float, float]:
+    """Probability that a Gaussian start switches orthogonal modes on out of
+    the given order (this book).
+
+    With weights ``N(0, eps/d)`` and ``d`` neurons the starts ``z_k(0) =
+    (eps/d) chi^2_d`` of orthonormal modes are independent, and each mode
+    reaches half saturation at :func:`gd_half_time_from` of its own start.
+    The order of the mean times is the forecast's; a run whose times are not
+    increasing in the given order switches on out of it.  The probability is
+    estimated on ``n_draws`` independent starts, with a one-sided
+    Clopper-Pearson upper bound.
+
+    Parameters
+    ----------
+    r, C : array_like, shape (K,)
+        Growth rates and self-competitions ``C_kk`` of the growing modes,
+        ``> 0``, in the order to test (``K >= 2``).
+    eps : float
+        Scale of the start, ``E z_k(0) = eps``, below half of every
+        saturation ``r/(2 C)``.  A draw above half saturation counts as
+        switched on at time 0.
+    lr : float
+        Learning rate, ``lr r/2 < 1``.
+    d : int
+        Number of neurons (degrees of freedom of ``chi^2_d``).
+    rng : numpy.random.Generator or int
+        Source of the draws (or its seed).
+    n_draws : int, default 1,000,000
+        Number of simulated starts.
+    level : float, default 0.999
+        Confidence of the upper bound, in (0, 1).
+
+    Returns
+    -------
+    p, p_upper : float
+        The estimate and its upper confidence bound.
+
+    Raises
+    ------
+    ValueError
+        On fewer than two modes, a rate or competition that is not positive,
+        ``eps`` not below half saturation, ``lr r/2 >= 1`` or a bad
+        ``n_draws`` or ``level``.
+    TypeError
+        If ``rng`` is neither a numpy Generator nor an int seed.
+    """
+    r = as_array("r", r, ndim=1)
+    c = as_array("C", C, ndim=1)
+    r, c = broadcast("r and C", r, c)
+    if r.size < 2:
+        raise ValueError(f"r must hold at least 2 modes, got {r.size}")
+    if np.any(r <= 0) or np.any(c <= 0):
+        raise ValueError("r and C must be > 0 (growing modes that saturate)")
+    eps, lr, d = positive("eps", eps), positive("lr", lr), width("d", d)
+    if np.any(0.5 * lr * r >= 1.0):
+        raise ValueError(
+            f"lr * r / 2 must be < 1 (lr = {lr:g}, max r = {r.max():.3g})"
+        )
+    half = 0.5 * r / c
+    if eps >= half.min():
+        raise ValueError(
+            f"eps must be below half saturation r/(2 C) = {half.min():.3g}"
+        )
+    rng = generator("rng", rng)
+    if rng is None:
+        raise TypeError("rng must be a numpy Generator or an int seed")
+    n_draws = integer("n_draws", n_draws, minimum=1)
+    level = fraction("level", level)
+    rate, bad, chunk = gd_growth_rate(r, lr), 0, 2**16
+    for start in range(0, n_draws, chunk):
+        n = min(chunk, n_draws - start)
+        z0 = np.minimum(eps / d * rng.chisquare(d, (n, r.size)), half)
+        t = np.log((2 * half - z0) / z0) / rate
+        bad += int(np.count_nonzero((np.diff(t, axis=1) <= 0).any(axis=1)))
+    upper = 1.0 if bad == n_draws else beta.ppf(level, bad + 1, n_draws - bad)
+    return bad / n_draws, float(upper)
