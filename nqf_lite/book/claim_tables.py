@@ -70,9 +70,10 @@ class ClaimTables:
         Parameters
         ----------
         columns : sequence of str
-            Names of :meth:`check`'s arguments, e.g. ``("key", "statement",
-            "measured", "at_most")``; ``key``, ``statement`` and ``measured``
-            must be among ``columns`` or ``common``.
+            Names of :meth:`check`'s arguments, e.g.
+            ``("key", "statement", "measured", "at_most")``;
+            ``key``, ``statement`` and ``measured`` must be among ``columns``
+            or ``common``.
         rows : iterable of sequences
             One sequence of values a claim, in the order of ``columns``.
         **common

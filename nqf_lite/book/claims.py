@@ -339,9 +339,10 @@ class Claims(ClaimTables):
         one line.
 
         The closing cell of a chapter calls this instead of counting claims by
-        hand.  It raises :class:`ClaimFailed` when no claim was recorded or any
-        failed, and returns e.g. ``"18 claims checked, all pass; see the claims
-        ledger."`` for the reader.
+        hand. It raises :class:`ClaimFailed` when no claim was recorded or any
+        failed, and returns e.g.
+        ``"18 claims checked, all pass; see the claims ledger."`` for the
+        reader.
         """
         if not self.records:
             raise ClaimFailed(f"chapter {self.chapter!r} recorded no claim")

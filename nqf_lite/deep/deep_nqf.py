@@ -28,10 +28,11 @@ matrix),
         = v^{(l)}\\mathbf 1^\\top + H^{(l)}W^{(l)}
         \\quad\\text{(Eq. 230)},
 
-because ``d mu / d W = 1^T`` and ``dM = dW W^T + W dW^T``.  For the structure
-of Eq. 219 (``A``, ``B`` symmetric) ``dL/dmu = sum_x sum_k (dL/dh_k)(g_k + 2
-B_k mu)`` is Eq. 224 and ``G + G^T = sum_x sum_k 2 (dL/dh_k) A_k`` is Eq. 225.
-So ``v^(l)`` and ``H^(l)`` are the gradients of the loss with respect to
+because ``d mu / d W = 1^T`` and ``dM = dW W^T + W dW^T``. For the structure of
+Eq. 219 (``A``, ``B`` symmetric)
+``dL/dmu = sum_x sum_k (dL/dh_k)(g_k + 2 B_k mu)`` is Eq. 224 and
+``G + G^T = sum_x sum_k 2 (dL/dh_k) A_k`` is Eq. 225. So
+``v^(l)`` and ``H^(l)`` are the gradients of the loss with respect to
 ``mu^(l)`` and (the symmetrised) ``M^(l)``, both functions of the order
 parameters alone, and multiplying out ``W' = W - lr (v 1^T + H W)`` gives Eqs.
 222-223 (:meth:`DeepNQF.closed_step`), exactly as in the one-layer Theorem 2.
@@ -43,13 +44,14 @@ Theorem 15: with ``V_l`` an orthonormal basis of the structure span of layer
 layer learning rate ``lr~_l = (d_l/d'_l) lr_l`` train identically
 (:func:`compress_deep`).
 
-Loss: as in :mod:`nqf_lite.expansion.form`, ``L = (1/|b|) sum_{n in b} sum_k
-w_nk (f_nk - y_nk)^2`` (the mean over the batch, Eq. 26) with per-output
-weights ``w_nk >= 0`` (all ones by default; a 0/1 mask of the observed entries
-gives matrix completion, a loss over the observed entries only).  Everything is
-torch float64.  Leading batch axes ``...`` on the weights (and the matching
-``x``, ``y``) train independent members at once: the loss is summed over them,
-so each member gets its own gradient.
+Loss: as in :mod:`nqf_lite.expansion.form`,
+``L = (1/|b|) sum_{n in b} sum_k w_nk (f_nk - y_nk)^2`` (the mean over the
+batch, Eq. 26) with per-output weights ``w_nk >= 0`` (all ones by default; a
+0/1 mask of the observed entries gives matrix completion, a loss over the
+observed entries only). Everything is torch float64. Leading batch axes
+``...`` on the weights (and the matching ``x``, ``y``) train independent
+members at once: the loss is summed over them, so each member gets its own
+gradient.
 
 Depth.  A bias-free MLP ``W_L act(... act(W_1 x))`` is a stack of NQFs (App.
 B.4): each *pair* of weight matrices is a two-layer block, quadratic in its
@@ -180,15 +182,13 @@ class DeepNQF(DeepInputs, DeepTraining):
         """The deep NQF of a bias-free MLP ``x -> W_L act(... act(W_1 x))`` of
         any depth ``L >= 1`` (App. B.4).
 
-        The weight matrices pair up into two-layer blocks ``(W_1, W_2), (W_3,
-        W_4), ...``, each an
-        :class:`MLPLayer` (its inner activation linearised with ``slope =
-        act'(0)``, Prop. 1); the first block sees ``x``, every later one
-        ``act`` of the previous block's output.  For odd ``L`` the last matrix
-        ``W_L`` is a :class:`LinearLayer` on ``act`` of the last block's output
-        (``x`` itself when ``L = 1``), which is exact.
-        :meth:`mlp_weights` gives the
-        matching weights.
+        The weight matrices pair up into two-layer blocks
+        ``(W_1, W_2), (W_3, W_4), ...``, each an :class:`MLPLayer` (its inner
+        activation linearised with ``slope = act'(0)``, Prop. 1); the first
+        block sees ``x``, every later one ``act`` of the previous block's
+        output. For odd ``L`` the last matrix ``W_L`` is a :class:`LinearLayer`
+        on ``act`` of the last block's output (``x`` itself when ``L = 1``),
+        which is exact. :meth:`mlp_weights` gives the matching weights.
 
         Parameters
         ----------

@@ -1,8 +1,8 @@
 """Beyond the quadratic form: the expansion of a symmetric module to any order.
 
 Theorem 13 of the paper (App. B.1, Eqs. 200-203): a permutation-symmetric
-module ``f(W; x)`` that is ``K + 1`` times differentiable satisfies, near ``W =
-0``,
+module ``f(W; x)`` that is ``K + 1`` times differentiable satisfies, near
+``W = 0``,
 
 .. math::
 
@@ -12,9 +12,9 @@ module ``f(W; x)`` that is ``K + 1`` times differentiable satisfies, near ``W =
            c_m}\\big]
            + O(\\|W\\|^{K+1}),
 
-one symmetric tensor ``T_lambda`` of order ``k`` per integer partition ``lambda
-= (c_1 >= ... >= c_m)`` of ``k``.  The sum runs over *ordered* tuples of
-distinct neurons, so (Eq. 202, with the combinatorial constant written out)
+one symmetric tensor ``T_lambda`` of order ``k`` per integer partition
+``lambda = (c_1 >= ... >= c_m)`` of ``k``. The sum runs over *ordered* tuples
+of distinct neurons, so (Eq. 202, with the combinatorial constant written out)
 
 .. math::
 
@@ -337,8 +337,8 @@ class NeuralForm:
     def train(
         self, W0: object, y: object, lr: float, n_steps: int, every: int = 1
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Full-batch GD on the form (see :func:`gd_train`); returns ``t, L,
-        W``."""
+        """Full-batch GD on the form (see :func:`gd_train`); returns
+        ``t, L, W``."""
         W0 = as_array("W0", W0)
         if W0.ndim < 2 or W0.shape[-2] != self.p:
             raise ValueError(

@@ -167,11 +167,12 @@ class MLPLayer(Layer):
     outputs, App. B.2).
 
     The block ``h_k = sum_i V_ki phi(u_i . a)`` with ``a = act(h_prev)`` has,
-    to leading order, ``h_k = phi'(0) sum_i V_ki u_i . a``: neuron ``w_i =
-    (u_i, V_:i)`` in ``R^{n_in + n_out}``, ``C = g = B = 0`` and ``A_k =
-    (phi'(0)/2) [[0, a e_k^T], [e_k a^T, 0]]``.  Then ``Tr[M A_k] = phi'(0)
-    (a^T M_{uV})_k`` with ``M_{uV}`` the (n_in, n_out) off-diagonal block of
-    ``M``, which :meth:`forward` uses directly.
+    to leading order, ``h_k = phi'(0) sum_i V_ki u_i . a``: neuron
+    ``w_i = (u_i, V_:i)`` in ``R^{n_in + n_out}``, ``C = g = B = 0`` and
+    ``A_k = (phi'(0)/2) [[0, a e_k^T], [e_k a^T, 0]]``. Then
+    ``Tr[M A_k] = phi'(0) (a^T M_{uV})_k`` with
+    ``M_{uV}`` the (n_in, n_out) off-diagonal block of ``M``, which
+    :meth:`forward` uses directly.
 
     Parameters
     ----------
@@ -203,8 +204,8 @@ class MLPLayer(Layer):
         return h if self.act is None else self.act(h)
 
     def linear_map(self, M: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
-        """``T = phi'(0) M_{uV}^T`` (n_out, n_in): for neurons ``(u_i, V[:,
-        i])``, ``T = V U`` (without ``act``)."""
+        """``T = phi'(0) M_{uV}^T`` (n_out, n_in): for neurons
+        ``(u_i, V[:, i])``, ``T = V U`` (without ``act``)."""
         if self.act is not None:
             raise TypeError(
                 "this MLPLayer applies act to its input: it is not linear, "
@@ -244,13 +245,13 @@ class LinearLayer(Layer):
     n_out``) and the layer uses their sum ``V = sum_i V_i``, so ``mu = W 1 =
     vec(V)`` and
 
-    ``h_k = sum_j V_kj a_j = g_k^T mu``, ``g_k = vec(e_k a^T)`` (entry ``k +
-    n_out j`` is ``a_j``),
+    ``h_k = sum_j V_kj a_j = g_k^T mu``, ``g_k = vec(e_k a^T)`` (entry
+    ``k + n_out j`` is ``a_j``),
 
     ``C = 0``, ``B = A = 0``: Definition 2 with only its linear term, exact (no
     expansion). Width ``d = 1`` is the plain matrix ``V``; ``d`` copies are an
-    over-parametrised one whose ``mu`` moves ``d`` times as fast (Eq. 222, ``H
-    = 0``).  The unpaired last matrix of an MLP of odd depth is this layer
+    over-parametrised one whose ``mu`` moves ``d`` times as fast (Eq. 222,
+    ``H = 0``). The unpaired last matrix of an MLP of odd depth is this layer
     (:meth:`DeepNQF.mlp`).
 
     Parameters

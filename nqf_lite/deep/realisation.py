@@ -136,8 +136,8 @@ def realize_deep(
     """Weights of widths ``d_l`` with the given per-layer ``(M^(l), mu^(l))``
     (setup of Theorem 14).
 
-    Layer by layer :func:`nqf_lite.realize_moments` (``W W^T = M``, ``W 1 =
-    mu``).
+    Layer by layer :func:`nqf_lite.realize_moments` (``W W^T = M``,
+    ``W 1 = mu``).
 
     Parameters
     ----------
@@ -249,8 +249,8 @@ def compress_deep(
     Raises
     ------
     ValueError
-        If a basis has the wrong shape or is not orthonormal, or ``d_l <= k_l +
-        1``.
+        If a basis has the wrong shape or is not orthonormal, or
+        ``d_l <= k_l + 1``.
     """
     from nqf_lite.deep.deep_nqf import DeepNQF  # it imports this module
 

@@ -77,9 +77,9 @@ def partition_weight(lam: Sequence[int]) -> float:
     neurons.
 
     ``C_lambda`` counts the index sequences ``(j_1..j_k)`` that one ordered
-    tuple of distinct neurons produces, ``k!/prod_r c_r!``, divided by ``prod_j
-    n_j!`` because tuples differing only by a swap of equal parts give the same
-    sequences.
+    tuple of distinct neurons produces, ``k!/prod_r c_r!``, divided by
+    ``prod_j n_j!`` because tuples differing only by a swap of equal parts give
+    the same sequences.
 
     Parameters
     ----------
@@ -223,8 +223,8 @@ class SymmetricExpansion:
         return total
 
     def predict(self, W: np.ndarray, order: int | None = None) -> float:
-        """The expansion truncated at ``order`` (default: all of it), ``f0 +
-        sum_k term(W, k)``."""
+        """The expansion truncated at
+        ``order`` (default: all of it), ``f0 + sum_k term(W, k)``."""
         K = self.order if order is None else integer("order", order, minimum=0)
         if K > self.order:
             raise ValueError(

@@ -53,8 +53,8 @@ class DeepTraining:
         lr: object,
         weights: object = None,
     ) -> list[torch.Tensor]:
-        """One explicit (S)GD step on every layer's weights, ``W^(l) -= lr_l
-        dL/dW^(l)`` (Eq. 220).
+        """One explicit (S)GD step on every layer's weights,
+        ``W^(l) -= lr_l dL/dW^(l)`` (Eq. 220).
 
         ``lr`` is a number or one per layer (Theorem 15's layer-wise rates).
         """
@@ -113,8 +113,8 @@ class DeepTraining:
                       &+ \\eta^2(d\\,vv^\\top + v\\mu^\\top H + H\\mu v^\\top +
                       HMH)
 
-        per layer, with ``v``, ``H`` of :meth:`order_gradients` and ``d =
-        widths[l]``.
+        per layer, with ``v``, ``H`` of :meth:`order_gradients` and
+        ``d = widths[l]``.
 
         Parameters
         ----------

@@ -74,8 +74,8 @@ SATURATION_LEAD_STEPS = 0.75 * np.log(2.0)
 
 
 def gd_growth_rate(r: object, lr: float) -> np.ndarray:
-    """Growth rate of a small mode under full-batch GD, ``(2/lr) ln(1 + lr
-    r/2)`` (Eq. 24).
+    """Growth rate of a small mode under full-batch GD,
+    ``(2/lr) ln(1 + lr r/2)`` (Eq. 24).
 
     One GD step multiplies a small abundance ``z_k`` by ``(1 + lr r_k/2)^2``
     (Eq. 24 of Theorem 2 in the common eigenbasis of Assumption 1); per unit of
@@ -137,14 +137,14 @@ def log_chi2_sd(d: int) -> float:
 
 
 def geometric_mean_abundance(eps: float, d: int) -> float:
-    """Geometric mean of ``z_k(0) = (eps/d) chi^2_d``: ``eps exp(psi(d/2) -
-    ln(d/2))``.
+    """Geometric mean of ``z_k(0) = (eps/d) chi^2_d``:
+    ``eps exp(psi(d/2) - ln(d/2))``.
 
     Parameters
     ----------
     eps : float
-        Mean initial abundance ``E z_k(0) = d sigma^2`` for weights ``N(0,
-        sigma^2)``.
+        Mean initial abundance ``E z_k(0) = d sigma^2`` for weights
+        ``N(0, sigma^2)``.
     d : int
         Number of neurons.
     """
@@ -191,9 +191,9 @@ def gd_switch_on_time(
     Raises
     ------
     ValueError
-        If a growing mode starts at or above half saturation, if ``lr r_k/2 >=
-        1`` for a growing mode (the map overshoots its saturation), or on bad
-        shapes and values.
+        If a growing mode starts at or above half saturation, if
+        ``lr r_k/2 >= 1`` for a growing mode (the map overshoots its
+        saturation), or on bad shapes and values.
     """
     r = as_array("r", r)
     c = as_array("C", C)
@@ -258,8 +258,8 @@ def gd_half_time_from(
     ------
     ValueError
         On shapes that do not broadcast, a rate or competition that is not
-        positive, a start that is not below half saturation, or ``lr r/2 >=
-        1``.
+        positive, a start that is not below half saturation, or
+        ``lr r/2 >= 1``.
     """
     r = as_array("r", r)
     c = as_array("C", C)

@@ -83,14 +83,14 @@ def predict_learning(
 
     The structure matrices of the training inputs are rotated into a common
     basis of modes (Assumption 1, or its best approximation), and the GLV
-    coefficients (Eqs. 32, 37) give, for initial abundances ``z_k(0)`` and
-    full-batch GD at learning rate ``lr`` on the loss of Eq. 26, ``L = (1/m)
-    sum_mu sum_o (f_{mu o} - y_{mu o})^2``: summed over the ``V`` outputs and
-    averaged over the ``m`` inputs, the convention of
+    coefficients (Eqs. 32, 37) give, for initial abundances
+    ``z_k(0)`` and full-batch GD at learning rate ``lr`` on the loss of Eq. 26,
+    ``L = (1/m) sum_mu sum_o (f_{mu o} - y_{mu o})^2``: summed over the
+    ``V`` outputs and averaged over the ``m`` inputs, the convention of
     :meth:`nqf_lite.expansion.form.NQF.train` and
-    :meth:`nqf_lite.expansion.form.NQF.loss` (so the same ``lr`` gives the
-    same steps in both; with ``V`` outputs a mean over outputs would be ``V``
-    times slower):
+    :meth:`nqf_lite.expansion.form.NQF.loss` (so the same
+    ``lr`` gives the same steps in both; with ``V`` outputs a mean over outputs
+    would be ``V`` times slower):
 
     - the switch-on time of mode ``k``, where ``z_k`` reaches half of
       ``r_k/C_kk``, ``t*_k = (1/r_k) ln[(r_k/C_kk - z_k(0))/z_k(0)]`` (Theorem

@@ -48,8 +48,8 @@ class LearningForecast:
         Initial abundance ``z_k(0) = p_k^T M(0) p_k`` of every mode (units of
         ``M = W W^T``).
     lr : float
-        Learning rate of full-batch GD; gradient-flow time is ``t = lr *
-        step``.
+        Learning rate of full-batch GD; gradient-flow time is
+        ``t = lr * step``.
     lr_max : float
         The stable range of GD: ``lr < lr_max = min(2/max r_k, 4/max|r_k|)``
         (:func:`stable_lr`).
@@ -211,8 +211,8 @@ class LearningForecast:
 
 
 def stable_lr(rates: Any) -> float:
-    """The stable range of full-batch GD for the modes of a forecast: ``lr <
-    stable_lr(rates)``.
+    """The stable range of full-batch GD for the modes of a forecast:
+    ``lr < stable_lr(rates)``.
 
     A growing mode saturates where the loss has curvature ``r_k`` along it (for
     ``M = z p pᵀ`` the loss is ``(1/m) sum (lambda z - t)^2`` and its second

@@ -130,8 +130,8 @@ def plateaus(
 def plateaus_gram(
     G: np.ndarray, b: np.ndarray, tt: float, order: np.ndarray, m: int
 ) -> np.ndarray:
-    """:func:`plateaus` from ``G = lamᵀ lam``, ``b = lamᵀ target`` and ``tt =
-    |target|^2`` alone.
+    """:func:`plateaus` from ``G = lamᵀ lam``, ``b = lamᵀ target`` and
+    ``tt = |target|^2`` alone.
 
     ``||lam_S z - t||^2 = zᵀ G_S z - 2 b_Sᵀ z + tt``; with ``G_S = U S Uᵀ``
     this is ``||S^(1/2) Uᵀ z - S^(-1/2) Uᵀ b_S||^2 + tt - b_Sᵀ G_S^+ b_S``

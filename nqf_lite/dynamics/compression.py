@@ -142,11 +142,11 @@ def compression_residual(
         \\lVert\\tilde\\mu(0) - P\\mu(0)\\rVert
             = \\tfrac{d'}{d}\\sqrt{\\textstyle\\sum_{j \\ge d'} \\lambda_j^2},
 
-    with ``lambda_1 >= lambda_2 >= ...`` the eigenvalues of ``C_V = (d/d') (V^T
-    M V - V^T mu mu^T V / d)`` (``mu~ = P mu`` exactly, so the second norm
-    vanishes).  The paper states the bound with the eigenvalues of ``C``
-    without the prefactor ``d'/d``; the prefactor only rescales it. ``e0 = 0``
-    for ``d' = k_V + 1`` (Theorem 3).
+    with ``lambda_1 >= lambda_2 >= ...`` the eigenvalues of
+    ``C_V = (d/d') (V^T M V - V^T mu mu^T V / d)`` (``mu~ = P mu`` exactly, so
+    the second norm vanishes). The paper states the bound with the eigenvalues
+    of ``C`` without the prefactor ``d'/d``; the prefactor only rescales it.
+    ``e0 = 0`` for ``d' = k_V + 1`` (Theorem 3).
 
     Parameters
     ----------
@@ -170,8 +170,8 @@ def compression_residual(
 
 
 def _twin_spectrum(model: NQF, W, rtol: float, width: int | None) -> tuple:
-    """Validate; return ``W, V, d, d', lambda, Q`` with ``C_V = Q diag(lambda)
-    Q^T``, ``lambda`` descending."""
+    """Validate; return ``W, V, d, d', lambda, Q`` with
+    ``C_V = Q diag(lambda) Q^T``, ``lambda`` descending."""
     if not isinstance(model, NQF):
         raise TypeError(f"model must be an NQF, got {type(model).__name__}")
     W = model._W(W)

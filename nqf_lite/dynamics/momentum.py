@@ -181,10 +181,10 @@ def heavy_ball_step(
 ) -> tuple[np.ndarray, np.ndarray]:
     """One explicit heavy-ball step on every neuron.
 
-    ``Vel' = beta Vel - lr (grad L(W) + weight_decay W)`` and ``W' = W +
-    Vel'``. This is ``torch.optim.SGD(lr=lr, momentum=beta,
-    weight_decay=weight_decay)`` with ``Vel = -lr * momentum_buffer``
-    (dampening 0, no Nesterov).
+    ``Vel' = beta Vel - lr (grad L(W) + weight_decay W)`` and
+    ``W' = W + Vel'``. This is
+    ``torch.optim.SGD(lr=lr, momentum=beta, weight_decay=weight_decay)`` with
+    ``Vel = -lr * momentum_buffer`` (dampening 0, no Nesterov).
 
     Parameters
     ----------

@@ -195,9 +195,10 @@ def projector_coefficients(
     -------
     ProjectorCoefficients
         ``gamma`` and ``kappa`` (shape ``(R,)``), and ``residual``: the largest
-        entry of ``Y Pi_a + Pi_a Y - 2 gamma_a Pi_a`` and of ``K(Pi_b) Pi_a +
-        Pi_a K(Pi_b) - 2 kappa_a delta_ab Pi_a`` over all ``a, b``, relative to
-        the largest entry of ``Y`` and of the ``K(Pi_b)``.
+        entry of ``Y Pi_a + Pi_a Y - 2 gamma_a Pi_a`` and of
+        ``K(Pi_b) Pi_a + Pi_a K(Pi_b) - 2 kappa_a delta_ab Pi_a`` over all
+        ``a, b``, relative to the largest entry of
+        ``Y`` and of the ``K(Pi_b)``.
 
     Raises
     ------
@@ -379,8 +380,8 @@ def projector_data(
 def projector_gd_map(
     gamma: object, kappa: object, z0: object, lr: float, n_steps: int
 ) -> np.ndarray:
-    """Exact ``z_a`` under full-batch GD on ``W``: ``z_a <- z_a [1 + lr
-    (gamma_a - kappa_a z_a)]^2``.
+    """Exact ``z_a`` under full-batch GD on ``W``:
+    ``z_a <- z_a [1 + lr (gamma_a - kappa_a z_a)]^2``.
 
     Under Eqs. 253-254, on ``M = sum_a z_a Pi_a`` the matrix ``H = K(M) - Y``
     of one GD step ``W <- (I - lr H) W`` acts on the range of ``W`` as ``sum_a

@@ -143,8 +143,8 @@ def effective_slope(
 ) -> np.ndarray:
     """Finite-initialisation local exponent of mode k (App. C, Eqs. 290-292).
 
-    With ``t_k = (1/r_k) ln(z_k^inf / z_k(0))`` (Eq. 290), ``z_k^inf =
-    r_k/C_kk`` and ``z_k(0) = eps k^{-beta0}``,
+    With ``t_k = (1/r_k) ln(z_k^inf / z_k(0))`` (Eq. 290),
+    ``z_k^inf = r_k/C_kk`` and ``z_k(0) = eps k^{-beta0}``,
 
     .. math::
 
@@ -241,8 +241,8 @@ def effective_slope_at_time(
     switch-on time of Eq. 290, ``zeta_k t = ln(1/eps) + ln z_k^inf``, reads
     (Eq. 293)
 
-    ``zeta t = ln(1/eps) + alpha ln zeta + C``,  ``C = ln zinf1 - alpha ln
-    zeta1``.
+    ``zeta t = ln(1/eps) + alpha ln zeta + C``,
+    ``C = ln zinf1 - alpha ln zeta1``.
 
     To leading order ``zeta ~ ln(1/eps)/t``, hence ``ln zeta ~ ln ln(1/eps) -
     ln t`` and (Eq. 294) ``zeta t ~ ln(1/eps) + alpha ln ln(1/eps) - alpha ln t
@@ -345,15 +345,15 @@ def staircase_loss(tau: object, r: object, V: object) -> np.ndarray:
 # -----------------------------------------------------------------------------
 # width scaling (Prop. 9)
 def ntk_drift_exponent(alpha_A: object, alpha_B: object) -> np.ndarray:
-    """Width exponent of the NTK's rate of change, ``d Theta/dt = O(d^{max(1 -
-    alpha_B, -alpha_A)})`` (Prop. 9).
+    """Width exponent of the NTK's rate of change,
+    ``d Theta/dt = O(d^{max(1 - alpha_B, -alpha_A)})`` (Prop. 9).
 
-    Derivation (App. B.6, Eqs. 250-251).  With ``g = Theta(d^{-1/2})``, ``B =
-    Theta(d^{-alpha_B})``, ``A = Theta(d^{-alpha_A})`` and ``mu, M = O(1)``,
-    the NTK is ``Theta = d u^T u + 2 u^T A mu + 2 mu^T A u + 4 Tr(A^2 M)`` with
-    ``u = g
-    + 2 B mu
-    = O(d^{-1/2})`` (Prop. 8).  Its derivative (Eq. 251) contains
+    Derivation (App. B.6, Eqs. 250-251). With ``g = Theta(d^{-1/2})``,
+    ``B = Theta(d^{-alpha_B})``, ``A = Theta(d^{-alpha_A})`` and
+    ``mu, M = O(1)``, the NTK is
+    ``Theta = d u^T u + 2 u^T A mu + 2 mu^T A u + 4 Tr(A^2 M)`` with
+    ``u = g + 2 B mu = O(d^{-1/2})`` (Prop. 8). Its derivative (Eq. 251)
+    contains
 
     * the ``alpha_B`` branch: ``2 d u^T u' = 4 d u^T B mu'`` with ``mu' ~ -d l'
       u`` (Eq. 250), i.e. ``-4 l' d^2 u^T B u = O(d^2 d^{-1} d^{-alpha_B}) =
@@ -389,8 +389,8 @@ def ntk_drift_exponent(alpha_A: object, alpha_B: object) -> np.ndarray:
 
 
 def is_lazy(alpha_A: object, alpha_B: object) -> np.ndarray:
-    """Lazy (constant-NTK) regime of Prop. 9: ``alpha_A > 0`` and ``alpha_B >
-    1``.
+    """Lazy (constant-NTK) regime of Prop. 9: ``alpha_A > 0`` and
+    ``alpha_B > 1``.
 
     Equivalent to :func:`ntk_drift_exponent` ``< 0``; False is Prop. 9's
     feature learning.
@@ -425,10 +425,11 @@ def powerlaw_modes(m: int, alpha1: float, alpha2: float) -> PowerLawModes:
     ``A_{k,kk} = sqrt(C_kk m/8)`` and ``y_k = m r_k/(8 A_{k,kk})``, so that
     Eq. 37 returns exactly these ``r`` and ``C``.
 
-    It is also the one-hot quadratic network of Eq. 299: ``x_k = sqrt(a_k)
-    e_k`` and ``f(x) = x^T W W^T x``.  In the sample-wise reading (Theorem 11)
-    ``zeta_n = r_n ∝ n^{-alpha2}`` and ``y_n ∝ n^{-alpha1/2}``, i.e. ``gamma1 =
-    alpha1/2`` and ``gamma2 = alpha2``.
+    It is also the one-hot quadratic network of Eq. 299:
+    ``x_k = sqrt(a_k) e_k`` and ``f(x) = x^T W W^T x``. In the sample-wise
+    reading (Theorem 11) ``zeta_n = r_n ∝ n^{-alpha2}`` and
+    ``y_n ∝ n^{-alpha1/2}``, i.e. ``gamma1 = alpha1/2`` and
+    ``gamma2 = alpha2``.
 
     Parameters
     ----------

@@ -313,8 +313,8 @@ def expand(
     units: Sequence[Any] | None = None,
     max_bytes: int = MAX_BYTES,
 ) -> Expansion:
-    """Exact Taylor coefficients ``f0, g, A, B`` of a symmetric module at ``W =
-    0`` (Eq. 20).
+    """Exact Taylor coefficients ``f0, g, A, B`` of a symmetric module at
+    ``W = 0`` (Eq. 20).
 
     Parameters
     ----------

@@ -117,8 +117,8 @@ def check_realizable(M: np.ndarray, mu: np.ndarray, d: int) -> None:
 def frame_orthogonal_to_ones(
     d: int, rng: np.random.Generator | int | None = None
 ) -> np.ndarray:
-    """An orthonormal basis ``F`` (d, d - 1) of the complement of ``1_d``: ``Fᵀ
-    F = I``, ``Fᵀ 1 = 0``.
+    """An orthonormal basis ``F`` (d, d - 1) of the complement of ``1_d``:
+    ``Fᵀ F = I``, ``Fᵀ 1 = 0``.
 
     Moving neurons inside this complement keeps ``μ = W 1`` (Theorem 2's
     symmetry group: ``W -> W O`` with ``O 1 = 1``, ``O`` orthogonal, keeps
@@ -129,8 +129,8 @@ def frame_orthogonal_to_ones(
     d : int >= 1
         Width.
     rng : Generator or int, optional
-        Randomises the basis; a fixed basis (Gram-Schmidt of ``1, e_2, ...,
-        e_d``) when ``None``.
+        Randomises the basis; a fixed basis (Gram-Schmidt of
+        ``1, e_2, ..., e_d``) when ``None``.
     """
     d = width("d", d)
     gen = generator("rng", rng)

@@ -44,8 +44,8 @@ def train_fourier(
     Gradients are written out by hand (``e_n = (2/M)(f_n - y_n)``):
 
     * ``model="mlp"``: ``dL/dW_k = scale sum_n e_n tanh(u_kn)``,
-      ``dL/da_k = scale W_k s_k sum_n e_n (1 - tanh^2 u_kn) psi_kn``, ``u_kn =
-      s_k a_k psi_kn``;
+      ``dL/da_k = scale W_k s_k sum_n e_n (1 - tanh^2 u_kn) psi_kn``,
+      ``u_kn = s_k a_k psi_kn``;
     * ``model="nqf"``: ``dL/dW_k = scale s_k a_k sum_n e_n psi_kn`` and
       symmetrically for ``a_k``.
 
@@ -269,8 +269,8 @@ def train_fourier_ensemble(
 def train_tanh_mlp(
     u0: object, v0: object, x: object, y: object, lr: float, n_steps: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Full-batch GD on a plain bias-free tanh MLP on the raw input, ``f(x) =
-    sum_i v_i tanh(u_i x)``.
+    """Full-batch GD on a plain bias-free tanh MLP on the raw input,
+    ``f(x) = sum_i v_i tanh(u_i x)``.
 
     The baseline of Fig. 5: its NQF is ``sum_i v_i u_i x`` (Prop. 1 with a
     scalar input), a single linear feature ``x``, so only the linear part of

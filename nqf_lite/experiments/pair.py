@@ -37,9 +37,9 @@ class PairHistory:
         Singular values of the effective maps divided by the teacher's ``s`` (k
         = len(s)), or the top-k singular values when no ``s`` was given.
     gap : ndarray (T,)
-        Relative output gap ``sum_n |f_net(x_n) - f_twin(x_n)|^2 / sum_n
-        |y_n|^2`` on the same
-        data as the losses.
+        Relative output gap
+        ``sum_n |f_net(x_n) - f_twin(x_n)|^2 / sum_n |y_n|^2`` on the same data
+        as the losses.
     acc_net, acc_twin : ndarray (T,) or None
         Test accuracy (sign of a scalar output, or arg-max) when a test set was
         given.

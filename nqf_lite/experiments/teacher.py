@@ -85,12 +85,12 @@ def teacher_task(
 
     Sizes (App. C): MLP 20 -> 64 -> 8; CNN on 5 x 7 images with 64 kernels 4 x
     5; QK head with D = 20, d_k = 8, N = 16 context tokens; MHA with 4 heads, D
-    = 20, d_k = 8, d_v = 20, N = 16.  Every network has 8 outputs.  The targets
-    are those of the NQF whose effective map is the teacher ``T* = P diag(s)
-    Q^T`` (:func:`teacher_map`), so the loss can reach zero and ``s_hat_k / s_k
-    -> 1``. The effective inputs are exactly whitened (x, sum_p x_p, xbar)
-    except for the QK head, whose Gaussian tokens have entries N(0,
-    token_scale^2) and readout ``C`` entries N(0, readout_scale^2 / D).
+    = 20, d_k = 8, d_v = 20, N = 16. Every network has 8 outputs. The targets
+    are those of the NQF whose effective map is the teacher
+    ``T* = P diag(s) Q^T`` (:func:`teacher_map`), so the loss can reach zero
+    and ``s_hat_k / s_k -> 1``. The effective inputs are exactly whitened (x,
+    sum_p x_p, xbar) except for the QK head, whose Gaussian tokens have entries
+    N(0, token_scale^2) and readout ``C`` entries N(0, readout_scale^2 / D).
 
     Parameters
     ----------

@@ -1,12 +1,12 @@
 """Exactly solvable learning dynamics of the NQF (paper Sec. 5-6, App.
 A.12-A.17, B.7).
 
-Setting: ZGZ NQF ``f_n = Tr[M A_n]`` with loss ``L = (1/m) sum_n (f_n -
-y_n)^2`` trained by gradient flow ``W' = -H W``, ``H = (4/m) sum_n Delta_n
-A_n`` (Eq. 27), hence ``M' = -(H M + M H)`` (Eq. 28).  When the ``A_n = P
-Lambda_n P^T`` commute (Assumption 1), the mode abundances ``z_k = (P^T M
-P)_kk`` obey the generalised Lotka-Volterra (GLV) equation ``z_k' = z_k (r_k -
-(C z)_k)`` (Eq. 32) with
+Setting: ZGZ NQF ``f_n = Tr[M A_n]`` with loss
+``L = (1/m) sum_n (f_n - y_n)^2`` trained by gradient flow ``W' = -H W``,
+``H = (4/m) sum_n Delta_n A_n`` (Eq. 27), hence ``M' = -(H M + M H)`` (Eq. 28).
+When the ``A_n = P Lambda_n P^T`` commute (Assumption 1), the mode abundances
+``z_k = (P^T M P)_kk`` obey the generalised Lotka-Volterra (GLV) equation
+``z_k' = z_k (r_k - (C z)_k)`` (Eq. 32) with
 
     r_k  = (8/m) sum_n lambda_{n,k} y_n,      C_kj = (8/m) sum_n lambda_{n,k}
     lambda_{n,j}   (Eq. 37).

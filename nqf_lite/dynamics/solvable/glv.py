@@ -2,10 +2,10 @@
 32-39, Theorems 4-6, 16, App. A.12-A.14).
 
 When the ``A_n = P Lambda_n P^T`` commute (Assumption 1), the mode abundances
-``z_k = (P^T M P)_kk`` obey the generalised Lotka-Volterra equation ``z_k' =
-z_k (r_k - (C z)_k)`` (Eq. 32) with the rates and competitions of Eq. 37
-(:func:`glv_coefficients`, found in the common eigenbasis of
-:func:`common_eigenbasis`).  For orthogonal features every mode is a logistic
+``z_k = (P^T M P)_kk`` obey the generalised Lotka-Volterra equation
+``z_k' = z_k (r_k - (C z)_k)`` (Eq. 32) with the rates and competitions of Eq.
+37 (:func:`glv_coefficients`, found in the common eigenbasis of
+:func:`common_eigenbasis`). For orthogonal features every mode is a logistic
 (Theorem 6, Eq. 39: :func:`feature_trajectory`), as are the projector modes of
 Theorem 16 and Saxe's deep linear modes.
 """
@@ -88,9 +88,8 @@ def common_eigenbasis(
     A : array_like, shape (m, p, p)
         Symmetric structure matrices.
     rtol : float
-        Commutation and diagonalisation tolerance relative to ``max_n
-        ||A_n||_2^2``
-        (resp. ``max_n ||A_n||_2``).
+        Commutation and diagonalisation tolerance relative to
+        ``max_n ||A_n||_2^2`` (resp. ``max_n ||A_n||_2``).
     seed : int
         Seed of the random combination (the result is deterministic).
 
@@ -155,11 +154,11 @@ def feature_trajectory(
 ) -> np.ndarray:
     """Exact logistic trajectory of orthogonal features (Theorem 6, Eq. 39).
 
-    ``z_k(t) = z_k(0) e^{r_k t} / (1 + C_kk z_k(0) phi_k(t))`` with ``phi_k(t)
-    = (e^{r_k t} - 1)/r_k`` (``= t`` for ``r_k = 0``), which is Eq. 39 for
-    ``r_k != 0`` and ``z_k(0)/(1 + C_kk z_k(0) t)`` for ``r_k = 0``; evaluated
-    without overflow for any sign of ``r_k`` and any ``z_k(0) >= 0`` (down to
-    1e-300).
+    ``z_k(t) = z_k(0) e^{r_k t} / (1 + C_kk z_k(0) phi_k(t))`` with
+    ``phi_k(t) = (e^{r_k t} - 1)/r_k`` (``= t`` for ``r_k = 0``), which is Eq.
+    39 for ``r_k != 0`` and ``z_k(0)/(1 + C_kk z_k(0) t)`` for ``r_k = 0``;
+    evaluated without overflow for any sign of ``r_k`` and any ``z_k(0) >= 0``
+    (down to 1e-300).
 
     Parameters
     ----------

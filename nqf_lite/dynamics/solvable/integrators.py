@@ -150,8 +150,8 @@ def glv_integrate(
 def gd_discrete_glv(
     r: object, C: object, z0: object, lr: float, n_steps: int
 ) -> np.ndarray:
-    """Exact abundances under full-batch GD on W: ``z <- z [1 + (lr/2)(r - C
-    z)]^2`` (Eq. 32, one GD step).
+    """Exact abundances under full-batch GD on W:
+    ``z <- z [1 + (lr/2)(r - C z)]^2`` (Eq. 32, one GD step).
 
     One GD step multiplies the k-th row of ``P^T W`` by ``1 - lr H~_kk`` with
     ``H~_kk = -(r_k - (C z)_k)/2``, so ``z_k`` is multiplied by its square.
@@ -206,9 +206,9 @@ def gd_nqf(
     """Full-batch GD on the weights of a ZGZ NQF: ``W <- W - lr H W`` (Eqs. 21,
     27).
 
-    The arithmetic of :meth:`nqf_lite.expansion.form.NQF.gd_step` with ``g = B
-    = 0``: the inputs are validated once, then the loop runs plain numpy (no
-    per-step checks).
+    The arithmetic of :meth:`nqf_lite.expansion.form.NQF.gd_step` with
+    ``g = B = 0``: the inputs are validated once, then the loop runs plain
+    numpy (no per-step checks).
 
     Parameters
     ----------
@@ -316,8 +316,8 @@ def slaved_ratio(M: object, P: object) -> np.ndarray:
     (Proposition 7).
 
     Under Assumption 1 this ratio is conserved by gradient flow (Eq. 30) and,
-    exactly, by full-batch GD (each step rescales row k of ``P^T W`` by ``1 -
-    lr H~_kk``).
+    exactly, by full-batch GD (each step rescales row k of ``P^T W`` by
+    ``1 - lr H~_kk``).
 
     Parameters
     ----------

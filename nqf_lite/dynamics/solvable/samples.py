@@ -72,8 +72,9 @@ def proportional_samples_xi(
     """Integrated residual ``xi(t)`` for proportional samples ``A_n = c_n A``
     (Theorem 4, Eqs. 34, 124).
 
-    Solves ``xi' = alpha sum_j lam_j z_j(0) e^{-2 lam_j xi} - beta``, ``xi(0) =
-    0`` (DOP853), the differential form of the implicit integral Eq. 34.
+    Solves ``xi' = alpha sum_j lam_j z_j(0) e^{-2 lam_j xi} - beta``,
+    ``xi(0) = 0`` (DOP853), the differential form of the implicit integral Eq.
+    34.
 
     Parameters
     ----------
@@ -228,13 +229,14 @@ def _riccati_steps(
     """Factors ``Z(dt)`` (B, p, r) of the Riccati flow from the factor ``Z``
     (p, r), in the eigenbasis of ``Y``.
 
-    ``M(dt) = D Z (I + 8c Z^T Phi Z)^{-1} Z^T D`` (Eq. 41 with ``M(0) = Z
-    Z^T``, pushed through to the r x r inner matrix), ``D = e^{g dt}``, ``Phi =
-    (e^{2 g dt} - 1)/(2g)``. With ``[I; sqrt(8c Phi) Z] = Q R``, ``R^T R`` is
-    the inner matrix, so ``Z(dt) = D Z R^{-1}`` (no Gram matrix is formed).
-    ``sqrt(8c Phi)`` is taken as ``e^{g dt} sqrt(8c (1 - e^{-2 g dt})/(2g))``
-    for a growing mode and directly for the others, so nothing overflows for
-    ``g dt`` up to a few hundred.
+    ``M(dt) = D Z (I + 8c Z^T Phi Z)^{-1} Z^T D`` (Eq. 41 with
+    ``M(0) = Z Z^T``, pushed through to the r x r inner matrix),
+    ``D = e^{g dt}``, ``Phi = (e^{2 g dt} - 1)/(2g)``. With
+    ``[I; sqrt(8c Phi) Z] = Q R``, ``R^T R`` is the inner matrix, so
+    ``Z(dt) = D Z R^{-1}`` (no Gram matrix is formed). ``sqrt(8c Phi)`` is
+    taken as ``e^{g dt} sqrt(8c (1 - e^{-2 g dt})/(2g))`` for a growing mode
+    and directly for the others, so nothing overflows for ``g dt`` up to a few
+    hundred.
     """
     gt = dt[:, None] * g[None, :]
     safe = np.where(g == 0, 1.0, g)
@@ -269,8 +271,9 @@ def isotropic_trajectory(
     """Riccati solution for isotropic samples (Theorem 7, Eq. 41), at any time
     and any rank of ``M0``.
 
-    ``M(t) = e^{Yt} M0 [I + 8c Phi(t) M0]^{-1} e^{Yt}``, ``Phi(t) = int_0^t
-    e^{2Ys} ds``, solving ``M' = Y M + M Y - 8c M^2`` (Eq. 143).
+    ``M(t) = e^{Yt} M0 [I + 8c Phi(t) M0]^{-1} e^{Yt}``,
+    ``Phi(t) = int_0^t e^{2Ys} ds``, solving ``M' = Y M + M Y - 8c M^2`` (Eq.
+    143).
 
     Evaluation.  In the eigenbasis of ``Y`` (eigenvalues ``gamma_k``) and with
     ``M0 = F F^T`` (``F`` of ``r = rank M0`` columns: ``M0 = W W^T`` of width

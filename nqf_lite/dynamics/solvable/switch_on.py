@@ -39,8 +39,8 @@ __all__ = [
 # -----------------------------------------------------------------------------
 # switch-on times
 def switch_on_time(r: object, C: object, eps: object) -> np.ndarray:
-    """Leading-order half-saturation times ``t*_k = (1/r_k) ln(r_k/(C_kk
-    eps))`` (Fig. 3, Eq. 158).
+    """Leading-order half-saturation times
+    ``t*_k = (1/r_k) ln(r_k/(C_kk eps))`` (Fig. 3, Eq. 158).
 
     This is Eq. 158 with ``rho = 1/2``, ``z_k(0) = eps`` and the ``O(eps)``
     term dropped (the exact value is ``(1/r_k) ln(r_k/(C_kk eps) - 1)``, see
@@ -52,8 +52,8 @@ def switch_on_time(r: object, C: object, eps: object) -> np.ndarray:
     r : array_like
         Growth rates.
     C : array_like
-        Self-competitions ``C_kk`` (broadcast with ``r``), or the full ``(K,
-        K)`` diagonal competition matrix when ``r`` has shape ``(K,)``.
+        Self-competitions ``C_kk`` (broadcast with ``r``), or the full
+        ``(K, K)`` diagonal competition matrix when ``r`` has shape ``(K,)``.
     eps : array_like
         Initial abundance scale ``z_k(0) = eps > 0`` (M-units, quadratic in the
         weights).
@@ -110,8 +110,8 @@ def switch_on_time_exact(
     Returns
     -------
     ndarray or float
-        ``inf`` where ``r_k <= 0`` or ``C_kk = 0``; ``0`` where ``z_k(0) >= rho
-        z_k^inf`` already.
+        ``inf`` where ``r_k <= 0`` or ``C_kk = 0``; ``0`` where
+        ``z_k(0) >= rho z_k^inf`` already.
     """
     r, c = glv_rates(r, C)
     z0 = as_array("z0", z0)

@@ -268,8 +268,8 @@ def logits_head(c: Any, d_k: int) -> SymmetricModule:
 def A_logits(x: Any, X: Any, c: Any, d_k: int) -> np.ndarray:
     """Structure matrix of the single-head logits (Prop. 4, Eq. 12).
 
-    ``A = (1/(2√d_k)) [[0, x uᵀ], [u xᵀ, 0]]``, ``u = Σ_X c``; shape ``(2D,
-    2D)``.
+    ``A = (1/(2√d_k)) [[0, x uᵀ], [u xᵀ, 0]]``, ``u = Σ_X c``; shape
+    ``(2D, 2D)``.
     """
     x, X = _xX(x, X)
     c = vector("c", c, x.shape[0])
@@ -407,8 +407,8 @@ class QueryKeyHeads(ModuleModel):
 
 
 class LogitsHead(ModuleModel):
-    """One attention head whose neurons are the rows ``[q_i; k_i]`` of ``W_Q,
-    W_K`` (Prop. 4).
+    """One attention head whose neurons are the rows ``[q_i; k_i]`` of
+    ``W_Q, W_K`` (Prop. 4).
 
     Parameters
     ----------

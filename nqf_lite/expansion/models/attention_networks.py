@@ -54,8 +54,8 @@ def _check_tokens(obj: Network, inputs: Inputs, single: bool) -> tuple:
 
 
 def _attention(Q: Tensor, K: Tensor, x: Tensor, X: Tensor) -> Tensor:
-    """Softmax weights (m, H, N) of the logits ``X^T W_K,h^T W_Q,h x /
-    sqrt(d_k)`` of every head."""
+    """Softmax weights (m, H, N) of the logits
+    ``X^T W_K,h^T W_Q,h x / sqrt(d_k)`` of every head."""
     G = torch.einsum("hkd,hke->hde", K, Q)  # W_K,h^T W_Q,h, (H, D, D)
     u = torch.einsum("hde,me->mhd", G, x)
     logits = torch.bmm(u, X.transpose(1, 2)) / math.sqrt(
@@ -65,8 +65,8 @@ def _attention(Q: Tensor, K: Tensor, x: Tensor, X: Tensor) -> Tensor:
 
 
 def _context_sigma_times(X: Tensor, z: Tensor) -> Tensor:
-    """``Sigma_X z`` for every sample, without forming ``Sigma_X = X^T X / N -
-    xbar xbar^T``."""
+    """``Sigma_X z`` for every sample, without forming
+    ``Sigma_X = X^T X / N - xbar xbar^T``."""
     xbar = X.mean(dim=1)
     return torch.einsum(
         "mnd,mn->md", X, torch.einsum("mnd,md->mn", X, z)
@@ -188,8 +188,8 @@ class QKAttention(Network):
         )
 
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
-        """Output (m, V) of the NQF with effective map ``T`` (D, D): ``H C^T
-        xbar + C^T Sigma_X T x``."""
+        """Output (m, V) of the NQF with effective map
+        ``T`` (D, D): ``H C^T xbar + C^T Sigma_X T x``."""
         x, X = self._check_inputs(inputs)
         T = tensor("T", T, 2, (self.D, self.D))
         return (
@@ -216,8 +216,8 @@ class QKAttention(Network):
         return scale * x, scale * X
 
     def _nqf(self, params: dict[str, Tensor], inputs: tuple) -> Tensor:
-        """The NQF (twin forward): ``H C^T xbar + C^T Sigma_X (sum_h W_K,h^T
-        W_Q,h/sqrt(d_k)) x``.
+        """The NQF (twin forward):
+        ``H C^T xbar + C^T Sigma_X (sum_h W_K,h^T W_Q,h/sqrt(d_k)) x``.
 
         This is Eq. 10 with ``u = Sigma_X c``.
         """
@@ -330,8 +330,8 @@ class MultiHeadAttention(Network):
         return torch.einsum("hov,hvd->od", self.W_O, self.W_V)
 
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
-        """Output (m, V) of the NQF with effective map ``T`` (V, D): ``T
-        xbar``."""
+        """Output (m, V) of the NQF with effective map
+        ``T`` (V, D): ``T xbar``."""
         _, X = self._check_inputs(inputs)
         return X.mean(dim=1) @ tensor("T", T, 2, (self.V, self.D)).T
 

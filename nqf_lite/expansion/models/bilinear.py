@@ -9,10 +9,10 @@ embeddings of the input:
   ``x_sᵀ U Vᵀ x_t`` (row 15): exact NQFs with the feed-forward structure
   ``A = ½ [[0, C], [Cᵀ, 0]]`` of Eq. 17 (neurons = columns of ``[U; V]``);
 - tied query-key attention (row 14): a softmax head whose query and key share
-  one matrix ``W`` (``W_Q = W_K = W``).  Its neurons are the *rows* of ``W``
-  (``M = Wᵀ W``, as Table 3's caption says), and the quadratic form ``cᵀx̄ + uᵀ
-  Wᵀ W x/√d_k`` is its leading order in the attention logits, not an identity
-  (``exact = False``).
+  one matrix ``W`` (``W_Q = W_K = W``). Its neurons are the *rows* of ``W``
+  (``M = Wᵀ W``, as Table 3's caption says), and the quadratic form
+  ``cᵀx̄ + uᵀ Wᵀ W x/√d_k`` is its leading order in the attention logits, not
+  an identity (``exact = False``).
 """
 
 from __future__ import annotations
@@ -95,11 +95,11 @@ class BilinearSequence(TableModel):
     ``B = U Vᵀ`` (Table 3, row 15).
 
     Two tokens ``x_s, x_t ∈ R^D`` of a sequence interact through a low-rank
-    bilinear form.  Neuron ``k`` is ``[u_k; v_k]`` (column ``k`` of
-    ``W = [U; V]``, ``p = 2D``, width = rank).  ``x_sᵀ U Vᵀ x_t =
-    ⟨x_s x_tᵀ, U Vᵀ⟩`` is rectangular sensing with ``S = x_s x_tᵀ``, so
-    ``A_{s,t} = ½ [[0, x_s x_tᵀ], [x_t x_sᵀ, 0]]``.  Exact.  Input: the pair
-    ``x = (x_s, x_t)``.
+    bilinear form. Neuron ``k`` is ``[u_k; v_k]`` (column ``k`` of
+    ``W = [U; V]``, ``p = 2D``, width = rank).
+    ``x_sᵀ U Vᵀ x_t = ⟨x_s x_tᵀ, U Vᵀ⟩`` is rectangular sensing with
+    ``S = x_s x_tᵀ``, so ``A_{s,t} = ½ [[0, x_s x_tᵀ], [x_t x_sᵀ, 0]]``. Exact.
+    Input: the pair ``x = (x_s, x_t)``.
     """
 
     title = "Bilinear sequence regression"
@@ -161,11 +161,12 @@ class TiedQueryKey(TableModel):
     14).
 
     One head with ``W_Q = W_K = W ∈ R^{d_k×D}``, a fixed readout ``c ∈ R^D``, a
-    query token ``x ∈ R^D`` and a context ``X ∈ R^{D×N}``.  The logits ``Xᵀ Wᵀ
-    W x = Σ_i Xᵀ w_i w_iᵀ x`` are a sum over the *rows* ``w_i`` of ``W``: these
-    are the neurons (``neurons = "rows"``, ``M = Wᵀ W``, ``p = D``, width ``d =
-    d_k``).  The scale ``1/√d_k`` is held fixed (a constructor argument), so
-    that the module is defined, and symmetric, at every width.
+    query token ``x ∈ R^D`` and a context ``X ∈ R^{D×N}``. The logits
+    ``Xᵀ Wᵀ W x = Σ_i Xᵀ w_i w_iᵀ x`` are a sum over the *rows*
+    ``w_i`` of ``W``: these are the neurons (``neurons = "rows"``,
+    ``M = Wᵀ W``, ``p = D``, width ``d = d_k``). The scale ``1/√d_k`` is held
+    fixed (a constructor argument), so that the module is defined, and
+    symmetric, at every width.
 
     Leading order.  At zero logits ``softmax(L) = 1/N + J L + O(L²)`` with
     ``X J Xᵀ = Σ_X`` (:func:`context_covariance`), so

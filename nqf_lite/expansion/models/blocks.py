@@ -508,8 +508,8 @@ class Network(nn.Module):
 
 
 def whitened_gaussian(m: int, D: int, seed: int = 0) -> np.ndarray:
-    """Exactly whitened Gaussian samples: ``X`` (m, D) with zero mean and ``X^T
-    X / m = I``.
+    """Exactly whitened Gaussian samples:
+    ``X`` (m, D) with zero mean and ``X^T X / m = I``.
 
     Parameters
     ----------

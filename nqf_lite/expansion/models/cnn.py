@@ -76,8 +76,8 @@ def _kernel(kernel_shape: Any, img: np.ndarray) -> tuple[int, int]:
 
 
 def patches(X: Any, kernel_shape: tuple[int, int]) -> np.ndarray:
-    """Stride-1, no-padding patches of an image, flattened ``(channel, row,
-    col)``.
+    """Stride-1, no-padding patches of an image, flattened
+    ``(channel, row, col)``.
 
     Parameters
     ----------
@@ -147,8 +147,8 @@ def cnn_module(
 def A_cnn(
     X: Any, kernel_shape: tuple[int, int], dphi0: float, V: int | None = None
 ) -> np.ndarray:
-    """Structure matrix of the CNN (Prop. 6, Eq. 16): the MLP's with ``x = Σ_p
-    x_p``.
+    """Structure matrix of the CNN (Prop. 6, Eq. 16): the MLP's with
+    ``x = Σ_p x_p``.
 
     Returns
     -------
@@ -160,8 +160,8 @@ def A_cnn(
 
 class TanhCNN(Network):
     """One 2-D convolution (single input channel, stride 1, no padding), tanh,
-    global sum pooling and a linear readout: ``f = sum_i v_i sum_p tanh(k_i .
-    x_p)`` (Prop. 6, Eq. 15).
+    global sum pooling and a linear readout:
+    ``f = sum_i v_i sum_p tanh(k_i . x_p)`` (Prop. 6, Eq. 15).
 
     Parameters
     ----------

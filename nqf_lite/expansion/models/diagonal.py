@@ -27,12 +27,13 @@ __all__ = ["DiagonalSquare", "DiagonalTwoFactor"]
 
 
 class DiagonalSquare(TableModel):
-    """Diagonal linear network, square parametrisation, ``f_x(u) = Σ_k x_k
-    u_k²/4`` (Table 3, row 7).
+    """Diagonal linear network, square parametrisation,
+    ``f_x(u) = Σ_k x_k u_k²/4`` (Table 3, row 7).
 
-    ``β = u ⊙ u / 4``.  With ``W = (u_1, …, u_d) ∈ R^{k×d}`` (neurons as
-    columns, ``p = k``), ``Σ_i Σ_k x_k u_{ik}²/4 = Σ_k (x_k/4) M_kk =
-    Tr[M Diag(x)/4]``: ``A_x = ¼ Diag(x)``.  Exact.
+    ``β = u ⊙ u / 4``. With ``W = (u_1, …, u_d) ∈ R^{k×d}`` (neurons as
+    columns, ``p = k``),
+    ``Σ_i Σ_k x_k u_{ik}²/4 = Σ_k (x_k/4) M_kk = Tr[M Diag(x)/4]``:
+    ``A_x = ¼ Diag(x)``. Exact.
     """
 
     title = "Diagonal linear network, square parametrization"
@@ -65,8 +66,8 @@ class DiagonalSquare(TableModel):
 
 
 class DiagonalTwoFactor(TableModel):
-    """Diagonal linear network, two-factor signed form, ``f_x(u, v) = uᵀ
-    Diag(x) v`` (Table 3, row 8).
+    """Diagonal linear network, two-factor signed form,
+    ``f_x(u, v) = uᵀ Diag(x) v`` (Table 3, row 8).
 
     ``β = u ⊙ v`` can take either sign.  Neuron ``w = [u; v] ∈ R^{2k}``
     (``p = 2k``, ``W = [U; V]`` with neurons as columns);

@@ -7,12 +7,12 @@ sees its own fixed feature,
     f(x) = scale * sum_k W_k tanh(s_k a_k psi_k(x)),   psi_k(x) = sqrt(2) cos(2
     pi k x),
 
-with feature weights ``s_k = k^{-theta}`` and a target ``y = c sum_k b_k
-psi_k``, ``b_k = k^{-beta}``.  The paper's Eq. 50 has ``scale = 1/sqrt(P)``;
-``scale = 1`` drops that prefactor.  Its NQF (Prop. 1, Eq. 296) is
-block-diagonal with commuting, orthogonal blocks, so Theorem 6 applies and the
-growth rates and self-competitions (Eq. 297) feed the power-law theory of
-:mod:`nqf_lite.dynamics.scaling`.
+with feature weights ``s_k = k^{-theta}`` and a target
+``y = c sum_k b_k psi_k``, ``b_k = k^{-beta}``. The paper's Eq. 50 has
+``scale = 1/sqrt(P)``; ``scale = 1`` drops that prefactor. Its NQF (Prop. 1,
+Eq. 296) is block-diagonal with commuting, orthogonal blocks, so Theorem 6
+applies and the growth rates and self-competitions (Eq. 297) feed the power-law
+theory of :mod:`nqf_lite.dynamics.scaling`.
 
 This module holds the features and target, both forward passes, the structure
 matrices and the mode rates; the hand-written full-batch GD runners of Fig. 5
@@ -71,8 +71,8 @@ def fourier_features(M: int, P: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fourier_target(psi: object, b: object, c: float = 1.0) -> np.ndarray:
-    """Target ``y(x_n) = c sum_k b_k psi_k(x_n)`` (Eq. 50's teacher, ``b_k =
-    k^{-beta}``).
+    """Target ``y(x_n) = c sum_k b_k psi_k(x_n)`` (Eq. 50's teacher,
+    ``b_k = k^{-beta}``).
 
     Parameters
     ----------
@@ -109,8 +109,9 @@ def fourier_arguments(
     scale: float,
     names: tuple[str, str] = ("a", "W"),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
-    """The arguments of the Fourier MLP checked once: ``(a, W, s, psi,
-    scale)``, the vectors of length ``P`` (the columns of ``psi``)."""
+    """The arguments of the Fourier MLP checked once:
+    ``(a, W, s, psi, scale)``, the vectors of length
+    ``P`` (the columns of ``psi``)."""
     psi = feature_matrix(psi)
     P = psi.shape[1]
     return (
@@ -150,8 +151,8 @@ def fourier_mlp(
 def fourier_nqf(
     a: object, W: object, s: object, psi: object, scale: float = 1.0
 ) -> np.ndarray:
-    """NQF of the Fourier MLP, ``Tr[M A(x_n)] = scale sum_k s_k a_k W_k
-    psi_k(x_n)`` (Eq. 296).
+    """NQF of the Fourier MLP,
+    ``Tr[M A(x_n)] = scale sum_k s_k a_k W_k psi_k(x_n)`` (Eq. 296).
 
     Same arguments as :func:`fourier_mlp`; equals ``Tr[w w^T A(x_n)]`` with the
     block-diagonal ``A`` of :func:`fourier_nqf_structure` and
@@ -206,9 +207,9 @@ def fourier_modes(
     Eq. 296, with eigenvalue ``lambda_{n,k} = scale s_k psi_k(x_n)/2``.  For
     the target ``y = c sum_k b_k psi_k`` and orthonormal features, Eq. 37 gives
 
-    ``r_k = 4 c scale s_k b_k``, ``C_kk = 2 scale^2 s_k^2`` (so ``V_k = c^2
-    b_k^2``, ``z_k^inf = 2 c b_k/(scale s_k)``).  The partner mode ``k-`` has
-    rate ``-r_k``.
+    ``r_k = 4 c scale s_k b_k``, ``C_kk = 2 scale^2 s_k^2`` (so
+    ``V_k = c^2 b_k^2``, ``z_k^inf = 2 c b_k/(scale s_k)``). The partner mode
+    ``k-`` has rate ``-r_k``.
 
     Parameters
     ----------

@@ -69,14 +69,14 @@ def in_context_moment(X: Any, y: Any) -> np.ndarray:
 
 
 class LinearAttentionHead(TableModel):
-    """Tied linear attention for in-context regression, ``ŷ = (1/N) Σ_i y_i (W
-    x_i)ᵀ (W x_q)``.
+    """Tied linear attention for in-context regression,
+    ``ŷ = (1/N) Σ_i y_i (W x_i)ᵀ (W x_q)``.
 
-    One softmax-free attention head with query and key maps tied to ``W ∈
-    R^{d×D}`` and the value reading each example's label: the query ``x_q``
-    attends to example ``i`` with the weight ``(W x_i)ᵀ(W x_q)/N`` and collects
-    its label ``y_i``.  The neurons are the *rows* ``w_r`` of ``W`` (``neurons
-    = "rows"``, ``M = Wᵀ W``, ``p = D``, width ``d``):
+    One softmax-free attention head with query and key maps tied to
+    ``W ∈ R^{d×D}`` and the value reading each example's label: the query
+    ``x_q`` attends to example ``i`` with the weight ``(W x_i)ᵀ(W x_q)/N`` and
+    collects its label ``y_i``. The neurons are the *rows* ``w_r`` of
+    ``W`` (``neurons = "rows"``, ``M = Wᵀ W``, ``p = D``, width ``d``):
 
     ``ŷ = Σ_r (w_rᵀ x_q)(w_rᵀ u) = uᵀ M x_q = Tr[M A]``,
     ``A = (x_q uᵀ + u x_qᵀ)/2``, ``u = X y/N`` (:func:`in_context_moment`).
@@ -93,8 +93,8 @@ class LinearAttentionHead(TableModel):
     D : int >= 1
         Input dimension (parameters per neuron).
     N : int >= 1
-        Prompt length drawn by :meth:`sample` (the model accepts any ``N >=
-        1``).
+        Prompt length drawn by :meth:`sample` (the model accepts any
+        ``N >= 1``).
     width : int >= 1
         Rows of ``W`` drawn by :meth:`sample`.
     """

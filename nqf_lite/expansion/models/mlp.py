@@ -131,8 +131,8 @@ def A_mlp(x: Any, dphi0: float, V: int | None = None) -> np.ndarray:
 def g_mlp(x: Any, phi0: float, V: int | None = None) -> np.ndarray:
     """Linear coefficient when φ(0) ≠ 0 (App. B.1): ``g = φ(0) [0_k; 1]``.
 
-    For ``V`` outputs ``g^(o) = φ(0) [0_k; e_o]``; shape ``(k+1,)`` or ``(V,
-    k+V)``.
+    For ``V`` outputs ``g^(o) = φ(0) [0_k; e_o]``; shape ``(k+1,)`` or
+    ``(V, k+V)``.
     """
     x, phi0, V = vector("x", x), real("phi0", phi0), outputs(V)
     k = x.shape[0]
@@ -147,9 +147,9 @@ def mean_field_mlp(
     """A symmetric but non-additive module: ``f = ρ(Σ_i v_i φ(u_iᵀx))``.
 
     The output nonlinearity ρ couples all neurons ("mean-field" readout), so
-    the Hessian at the origin has off-diagonal blocks ``2B ≠ 0`` when ``φ(0)
-    ρ''(0) ≠ 0``; with ``φ(0) ≠ 0`` the linear coefficient ``g`` is non-zero
-    too (App. B.1, Eq. 20).  Neuron layout as :func:`mlp_layout`.
+    the Hessian at the origin has off-diagonal blocks ``2B ≠ 0`` when
+    ``φ(0) ρ''(0) ≠ 0``; with ``φ(0) ≠ 0`` the linear coefficient ``g`` is
+    non-zero too (App. B.1, Eq. 20). Neuron layout as :func:`mlp_layout`.
     """
     phi, _, _ = activation(act, "act")
     rho, _, _ = activation(outer, "outer")
@@ -259,8 +259,8 @@ class TanhMLP(Network):
         return self.W_out @ self.U
 
     def apply_map(self, inputs: Inputs, T: Tensor) -> Tensor:
-        """Output (m, V) of the NQF whose effective map is ``T`` (V, D_in): ``T
-        x``."""
+        """Output (m, V) of the NQF whose effective map is
+        ``T`` (V, D_in): ``T x``."""
         (x,) = self._check_inputs(inputs)
         return x @ tensor("T", T, 2, (self.V, self.D_in)).T
 

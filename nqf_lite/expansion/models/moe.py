@@ -67,8 +67,8 @@ class Expert:
 
 
 def linear_expert(k: int, V: int | None = None) -> Expert:
-    """Linear expert ``E = θᵀx`` (``θ ∈ R^k``) or ``E = Θ x`` (``Θ ∈
-    R^{V×k}``)."""
+    """Linear expert ``E = θᵀx`` (``θ ∈ R^k``) or ``E = Θ x``
+    (``Θ ∈ R^{V×k}``)."""
     k, V = integer("k", k), outputs(V)
     if V is None:
         return Expert(
@@ -83,8 +83,8 @@ def linear_expert(k: int, V: int | None = None) -> Expert:
 
 
 def mlp_expert(k: int, hidden: int, act: str = "tanh") -> Expert:
-    """Bias-free two-layer expert ``E = aᵀ φ(U x)``: itself ZGZ, so ``∇_Θ E(x;
-    0) = 0``."""
+    """Bias-free two-layer expert ``E = aᵀ φ(U x)``: itself ZGZ, so
+    ``∇_Θ E(x; 0) = 0``."""
     k, hidden = integer("k", k), integer("hidden", hidden)
     phi, _, _ = activation(act, "act")
     return Expert(

@@ -272,8 +272,8 @@ class MatrixCompletion(TableModel):
         return self.n_rows + self.n_cols
 
     def check_input(self, x: Any) -> tuple[int, int]:
-        """The entry ``(i, j)``: integer indices in ``[0, n_rows)`` and ``[0,
-        n_cols)``."""
+        """The entry ``(i, j)``: integer indices in ``[0, n_rows)`` and
+        ``[0, n_cols)``."""
         i, j = self.pair("x (the entry (i, j))", x)
         return self.index("i", i, self.n_rows), self.index("j", j, self.n_cols)
 
