@@ -259,7 +259,6 @@ def _ctx(edition="reader", strict=True, numbers=NUMBERS) -> E.Context:
             "k1": ("Ziyin et al.", "2026"),
             "k2": ("Saxe et al.", "2014"),
         },
-        repository="",
         md=MD,
         strict=strict,
     )
