@@ -153,9 +153,10 @@ def _role(ctx: Context, name: str, body: str) -> str:
         for key in (k.strip() for k in body.split(",")):
             if key not in ctx.book.citations:
                 raise EditionError(f"{ctx.doc}: {{cite}} of unknown {key!r}")
-            refs.append("{} ({})" if name == "cite:t" else "{}, {}")
-            refs[-1] = refs[-1].format(*ctx.book.citations[key])
-        return "; ".join(refs) if name == "cite:t" else f"({'; '.join(refs)})"
+            refs.append(ctx.book.citations[key])  # (authors, year)
+        if name == "cite:t":
+            return "; ".join(f"{authors} ({year})" for authors, year in refs)
+        return f"({'; '.join(f'{authors}, {year}' for authors, year in refs)})"
     explicit = re.fullmatch(r"(.*\S)\s*<([^<]*)>\s*", body, re.S)  # t <l>
     text, label = explicit.groups() if explicit else ("", body)
     text, label = text.strip(), label.strip()

@@ -42,9 +42,7 @@ def main() -> int:
             parser.error(f"--numbers-from: no file {args.numbers_from}")
         docs = editions.toc_docs(ROOT)
         numbers = edition_numbers.from_pickle(args.numbers_from, docs)
-        edition_numbers.NUMBERS_FILE.write_text(
-            edition_numbers.dumps(numbers), encoding="utf-8"
-        )
+        edition_numbers.save(numbers)
         print(f"wrote {edition_numbers.NUMBERS_FILE.relative_to(ROOT)}")
     book = editions.load_book(ROOT, strict=args.check)
     if args.check:
