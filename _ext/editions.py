@@ -464,21 +464,24 @@ def dumps(nb: Any) -> str:
     return nbformat.writes(nb).rstrip("\n") + "\n"
 
 
-def write_all(book: Book) -> list[Path]:
-    """(Re)write every edition of every chapter; return what changed."""
+def write_all(book: Book, write: bool = True) -> list[Path]:
+    """(Re)write every edition of every chapter, remove those of no chapter
+    (``write=False``: only compare); return the files out of date."""
     changed, wanted = [], set()
     for doc in (p.doc for p in chapters(book)):
         for name in EDITIONS:
             wanted.add(path := edition_path(book.root, doc, name))
             text = dumps(edition(book, doc, name))
             if not path.is_file() or path.read_text("utf-8") != text:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
                 changed.append(path)
+                if write:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(text, encoding="utf-8")
     for stale in (book.root / EDITIONS_DIR).glob("*/*.ipynb"):
         if stale not in wanted:
-            stale.unlink()
             changed.append(stale)
+            if write:
+                stale.unlink()
     return changed
 
 
