@@ -74,7 +74,8 @@ class Book:
 
 
 def toc_docs(root: Path) -> list[str]:
-    """The pages the table of contents names, in reading order."""
+    """The pages the table of contents names, in reading order (the site
+    map's, which sphinx_external_toc fills depth first)."""
     return list(parse_toc_yaml(root / "_toc.yml"))
 
 
@@ -95,10 +96,10 @@ def citations(paths: list[Path]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def load_book(root: Path = ROOT, numbers=None, strict: bool = True) -> Book:
+def load_book(root: Path = ROOT, strict: bool = True) -> Book:
     """The book at ``root``; its numbers from the committed file."""
     config = yaml.safe_load((root / "_config.yml").read_text("utf-8"))
-    numbers = numbers or edition_numbers.load()
+    numbers = edition_numbers.load()
     pages = []
     for doc in toc_docs(root):
         paths = [root / f"{doc}{ext}" for ext in (".ipynb", ".md")]
@@ -133,6 +134,7 @@ class Context:
 
 
 def _target(ctx: Context, label: str, role: str) -> Target:
+    """What ``label`` names (not strict: ``??`` if the numbers lack it)."""
     labels = ctx.book.labels  # the std domain's labels are lower case
     target = labels.get(label) or labels.get(label.lower())
     if target is None and ctx.book.strict:
@@ -209,6 +211,7 @@ def _find_roles(ctx: Context, text: str, children: list, pos: int, edits):
 
 
 def _apply(text: str, edits: list) -> str:
+    """``text`` with the ``(start, end, new)`` edits made."""
     for start, end, new in sorted(edits, reverse=True):
         text = text[:start] + new + text[end:]
     return text
@@ -221,6 +224,7 @@ def _boxed(head: str, body: str) -> str:
 
 
 def _details(summary: str, body: str) -> str:
+    """A folded paragraph: the summary in bold, the body when opened."""
     summary = f"<details>\n<summary><b>{summary}</b></summary>"
     return f"\n\n{summary}\n\n{body.strip()}\n\n</details>\n\n"
 
@@ -412,13 +416,14 @@ def _cells(ctx: Context, cells: list) -> list:
 
 
 def edition(book: Book, doc: str, name: str) -> Any:
-    """The ``name`` edition ("reader" or "student") of chapter ``doc``."""
+    """The ``name`` edition ("reader" or "student") of chapter ``doc``: its
+    cells after a set-up cell (the install cell's, then the edition and the
+    numbers it quotes), a note on the edition after the title."""
     if name not in EDITIONS:
         raise ValueError(f"edition must be one of {EDITIONS}, got {name!r}")
     nb = nbformat.read(book.root / f"{doc}.ipynb", as_version=4)
-    if not nb.cells or "remove-cell" not in nb.cells[0].metadata.get(
-        "tags", []
-    ):
+    install = nb.cells[0] if nb.cells else new_code_cell()
+    if "remove-cell" not in install.metadata.get("tags", []):
         raise EditionError(f"{doc}: the first cell must be the install cell")
     ctx = Context(book, doc, name)
     out = _cells(ctx, nb.cells[1:])
@@ -426,41 +431,43 @@ def edition(book: Book, doc: str, name: str) -> Any:
     if book.strict and ctx.heading != len(sections):
         raise EditionError(f"{doc}: the built page has other headings")
     release = book_meta.edition(book.root)
-    number = (
-        f"Chapter {sections[0][0]} of " if sections and sections[0][0] else ""
-    )
+    number = sections[0][0] if sections else None
     intro = INTRO.format(
-        number=number, release=release, edition=name, what=WHAT[name]
+        number=f"Chapter {number} of " if number else "",
+        release=release,
+        edition=name,
+        what=WHAT[name],
     )
     at = next(i for i, c in enumerate(out) if c.cell_type == "markdown")
     out.insert(at + 1, new_markdown_cell(intro, id="edition-note"))
-    install = nb.cells[0].source.rstrip("\n")
-    install = install.replace('"nqf_lite @', '"nqf_lite[book] @')
-    spec = "".join(f"    {k!r}: {v!r},\n" for k, v in ctx.glued.items())
     setup = SETUP.format(
-        install=install, stem=Path(doc).name, release=release, spec=spec
+        install=install.source.rstrip("\n").replace(
+            '"nqf_lite @', '"nqf_lite[book] @'
+        ),
+        stem=Path(doc).name,
+        release=release,
+        spec="".join(f"    {k!r}: {v!r},\n" for k, v in ctx.glued.items()),
     )
     out.insert(0, _code("edition-setup", setup, "Set-up: run this cell first"))
     result = new_notebook(cells=out)
+    source = {"edition": name, "source": f"{doc}.ipynb"}
     result.metadata = {
         "kernelspec": nb.metadata["kernelspec"],
         "language_info": {"name": "python"},
         "colab": {"provenance": [], "toc_visible": True},
-        "nqf_edition": {
-            "edition": name,
-            "source": f"{doc}.ipynb",
-            "version": release.version,
-        },
+        "nqf_edition": {**source, "version": release.version},
     }
     nbformat.validate(result)
     return result
 
 
 def edition_path(root: Path, doc: str, name: str) -> Path:
+    """Where the ``name`` edition of chapter ``doc`` is committed."""
     return root / EDITIONS_DIR / name / f"{Path(doc).name}.ipynb"
 
 
 def dumps(nb: Any) -> str:
+    """A notebook as its file's text."""
     return nbformat.writes(nb).rstrip("\n") + "\n"
 
 
