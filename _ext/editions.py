@@ -45,7 +45,7 @@ import edition_numbers  # noqa: E402  (Sphinx's numbers, committed)
 from paper_boxes import KINDS, parse_title  # noqa: E402  (box titles)
 
 EDITIONS = ("reader", "student")
-EDITIONS_DIR, PDF_DIR = "editions", "pdf"
+EDITIONS_DIR = "editions"
 #: what a label names; kind: section, figure, equation, exercise or box
 #: (``box``: its sphinx-proof kind), number as Sphinx gave it (or None)
 Target = namedtuple("Target", "kind number title doc box")
@@ -517,14 +517,14 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
         )
 
 
-#: the download menu of a chapter: (file, text, icon, tooltip)
+#: the download menu of a chapter ({}: its name): file, text, icon, tooltip
 DOWNLOADS = (
-    ("{editions}/reader/{stem}.ipynb", "reader notebook", "book-open",
+    ("editions/reader/{}.ipynb", "reader notebook", "book-open",
      "The chapter as a notebook for Jupyter or Colab"),
-    ("{editions}/student/{stem}.ipynb", "student notebook", "user-graduate",
+    ("editions/student/{}.ipynb", "student notebook", "user-graduate",
      "The chapter without solutions, exercises as scaffolds"),
-    ("{pdf}/{stem}.pdf", "PDF", "file-pdf", "This chapter as a PDF"),
-    ("{pdf}/book.pdf", "PDF (whole book)", "file-pdf",
+    ("pdf/{}.pdf", "PDF", "file-pdf", "This chapter as a PDF"),
+    ("pdf/book.pdf", "PDF (whole book)", "file-pdf",
      "The whole book as one PDF"),
 )  # fmt: skip
 LINKS = (
@@ -542,10 +542,7 @@ def _launch_and_downloads(app, pagename, templatename, context, doctree):
     if not (Path(app.srcdir) / f"{pagename}.ipynb").is_file():
         return
     up, source = "../" * pagename.count("/"), f"{pagename}.ipynb"
-    files = [
-        f.format(editions=EDITIONS_DIR, pdf=PDF_DIR, stem=Path(pagename).name)
-        for f, *_ in DOWNLOADS
-    ]
+    files = [f.format(Path(pagename).name) for f, *_ in DOWNLOADS]
     for group in context.get("header_buttons", []):
         for button in group.get("buttons", []):
             if source in button.get("url", ""):
@@ -558,8 +555,9 @@ def _launch_and_downloads(app, pagename, templatename, context, doctree):
                 for file, (_, text, icon, tip) in zip(files, DOWNLOADS)
             ]  # fmt: skip
     links = LINKS.format(*(up + file for file in files))
-    body = context.get("body", "")
-    context["body"] = body.replace("</h1>", "</h1>" + links, 1)
+    context["body"] = context.get("body", "").replace(
+        "</h1>", "</h1>" + links, 1
+    )
 
 
 def setup(app: Any) -> dict[str, Any]:
