@@ -229,14 +229,6 @@ def _details(summary: str, body: str) -> str:
     return f"\n\n{summary}\n\n{body.strip()}\n\n</details>\n\n"
 
 
-def _directive_of(tok: Any) -> tuple[str, str] | None:
-    """``(name, argument)`` of a MyST directive's token, else None."""
-    if tok.type not in ("fence", "colon_fence") or tok.info[:1] != "{":
-        return None
-    name, _, arg = tok.info[1:].partition("}")
-    return name, arg.strip()
-
-
 def _directive(ctx: Context, name: str, arg: str, content: str) -> str:
     """A directive as Markdown: boxes framed, solutions and dropdowns folded
     (a gated solution's code cells: its start notes them in ``ctx``)."""
@@ -326,8 +318,9 @@ def render_markdown(ctx: Context, text: str, top: bool = True) -> str:
             replace(a, b, "")
         elif tok.type == "math_block_label":
             replace(a, b, _math_label(ctx, lines[a:b], tok.info))
-        elif directive := _directive_of(tok):
-            replace(a, b, _directive(ctx, *directive, tok.content))
+        elif tok.type in ("fence", "colon_fence") and tok.info[:1] == "{":
+            name, _, arg = tok.info[1:].partition("}")  # {name} argument
+            replace(a, b, _directive(ctx, name, arg.strip(), tok.content))
     out = _apply(text, edits)
     while "\n\n\n" in out:
         out = out.replace("\n\n\n", "\n\n")
