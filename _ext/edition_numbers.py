@@ -1,11 +1,11 @@
 """The numbers Sphinx gave the book, as the editions quote them.
 
 :func:`collect` reads them from a built environment: sections from
-``env.tocs`` and ``env.toc_secnumbers``, figures, equations and exercises
-from ``env.toc_fignumbers``, labels from the ``std`` and ``math`` domains,
-sphinx-exercise's registry and sphinx-proof's list.  They are committed as
-``_ext/editions_numbers.json``: the editions are written, and checked,
-without a build.
+``env.tocs`` and ``env.toc_secnumbers``, figures, equations, exercises and
+boxes from ``env.toc_fignumbers``, labels from the ``std`` and ``math``
+domains, sphinx-exercise's registry and sphinx-proof's list.  They are
+committed as ``_ext/editions_numbers.json``: the editions are written, and
+checked, without a build.
 """
 
 from __future__ import annotations
@@ -20,10 +20,6 @@ from docutils import nodes
 NUMBERS_FILE = Path(__file__).resolve().parent / "editions_numbers.json"
 
 
-def _number(numbers: tuple | None) -> str | None:
-    return ".".join(map(str, numbers)) if numbers else None
-
-
 def _markdown(node: nodes.Node) -> str:
     """A title node as Markdown: its math between ``$``, its code in ticks."""
     if isinstance(node, nodes.math):
@@ -35,20 +31,21 @@ def _markdown(node: nodes.Node) -> str:
     return "".join(_markdown(child) for child in node.children)
 
 
-def collect(env: Any, docs: list[str] | None = None) -> dict[str, Any]:
-    """Every number and title the editions quote, from a built ``env``;
-    ``docs``: only these pages (default: all)."""
-    figs = env.toc_fignumbers
-    sections = {}  # doc -> anchor -> [number, title], in page order
-    for doc in sorted(d for d in docs or env.all_docs if d in env.tocs):
-        secnumbers = env.toc_secnumbers.get(doc, {})
-        sections[doc] = {
+def collect(env: Any, docs: list[str]) -> dict[str, Any]:
+    """Every number and title the editions quote, from a built ``env``, for
+    the pages ``docs``."""
+    docs = sorted(d for d in docs if d in env.tocs)
+    secnumbers = {doc: env.toc_secnumbers.get(doc, {}) for doc in docs}
+    sections = {  # doc -> anchor -> [number, title], in page order
+        doc: {
             ref["anchorname"]: [
-                _number(secnumbers.get(ref["anchorname"])),
+                _number(secnumbers[doc].get(ref["anchorname"])),
                 _markdown(ref).strip(),
             ]
             for ref in env.tocs[doc].findall(nodes.reference)
         }
+        for doc in docs
+    }
     labels: dict[str, dict] = {}
 
     def add(label, kind, doc, number, title="", box=""):
@@ -57,11 +54,13 @@ def collect(env: Any, docs: list[str] | None = None) -> dict[str, Any]:
             labels[label] = dict(kind=kind, doc=doc, number=_number(number),
                                  title=title, box=box)  # fmt: skip
 
-    for label, (doc, labelid, title) in env.domaindata["std"][
-        "labels"
-    ].items():
-        if labelid in figs.get(doc, {}).get("figure", {}):
-            add(label, "figure", doc, figs[doc]["figure"][labelid], title)
+    def fig(doc: str, kind: str, key: str) -> tuple | None:
+        return env.toc_fignumbers.get(doc, {}).get(kind, {}).get(key)
+
+    std = env.domaindata["std"]["labels"]
+    for label, (doc, labelid, title) in std.items():
+        if number := fig(doc, "figure", labelid):
+            add(label, "figure", doc, number, title)
         elif doc in sections:
             node = env.get_doctree(doc).ids.get(labelid)
             if not isinstance(node, nodes.section):
@@ -69,26 +68,22 @@ def collect(env: Any, docs: list[str] | None = None) -> dict[str, Any]:
             own = "#" + node["ids"][0]
             if isinstance(node.parent, nodes.document):
                 own = ""  # the page title
-            # the std domain's rule: a section without a number takes its
-            # page's
-            secnumbers = env.toc_secnumbers.get(doc, {})
-            number = secnumbers.get(own if own in secnumbers else "")
+            # the std domain's rule: an unnumbered section takes its page's
+            number = secnumbers[doc].get(own if own in secnumbers[doc] else "")
             title = sections[doc].get(own, [None, title])[1]
             add(label, "section", doc, number, title)
     for label, (doc, _) in env.domaindata["math"]["objects"].items():
-        node_id = nodes.make_id(f"equation-{label}")
-        number = figs.get(doc, {}).get("displaymath", {}).get(node_id)
-        add(label, "equation", doc, number)
+        key = nodes.make_id(f"equation-{label}")
+        add(label, "equation", doc, fig(doc, "displaymath", key))
     for label, entry in getattr(env, "sphinx_exercise_registry", {}).items():
         doc, title = entry["docname"], entry["node"].children[0].astext()
         if entry["type"] == "exercise":
-            number = figs.get(doc, {}).get("exercise", {}).get(label)
-            title = title.removeprefix("Exercise")
-            add(label, "exercise", doc, number, title)
+            number = fig(doc, "exercise", label)
+            add(label, "exercise", doc, number, title.removeprefix("Exercise"))
     box_titles = getattr(env, "nqf_box_titles", {})  # see paper_boxes
     for label, entry in getattr(env, "proof_list", {}).items():
         doc, kind = entry["docname"], entry["realtype"]
-        number = figs.get(doc, {}).get(entry["countertype"], {}).get(label)
+        number = fig(doc, entry["countertype"], label)
         title = box_titles.get(label, (doc, "()"))[1].strip()[1:-1]
         add(label, "box", doc, number, title, kind)
     formats = env.config.numfig_format
@@ -102,17 +97,24 @@ def collect(env: Any, docs: list[str] | None = None) -> dict[str, Any]:
     }
 
 
+def _number(numbers: tuple | None) -> str | None:
+    return ".".join(map(str, numbers)) if numbers else None
+
+
 def dumps(numbers: dict[str, Any]) -> str:
     return json.dumps(numbers, indent=1, ensure_ascii=False) + "\n"
 
 
+def save(numbers: dict[str, Any], path: Path = NUMBERS_FILE) -> bool:
+    """Write ``numbers`` to the committed file; True if they changed."""
+    old = path.read_text("utf-8") if path.is_file() else ""
+    path.write_text(dumps(numbers), encoding="utf-8")
+    return dumps(numbers) != old
+
+
 def load(path: Path = NUMBERS_FILE) -> dict[str, Any]:
-    """The committed numbers; clear error when the file is missing."""
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path}: missing; build the book, or run scripts/editions.py"
-            " --numbers-from _build/.doctrees/environment.pickle"
-        )
+    """The committed numbers (build the book, or run ``scripts/editions.py
+    --numbers-from``, if the file is missing)."""
     return json.loads(path.read_text(encoding="utf-8"))
 
 

@@ -42,28 +42,20 @@ def main() -> int:
             parser.error(f"--numbers-from: no file {args.numbers_from}")
         docs = editions.toc_docs(ROOT)
         numbers = edition_numbers.from_pickle(args.numbers_from, docs)
-        edition_numbers.NUMBERS_FILE.write_text(
-            edition_numbers.dumps(numbers), encoding="utf-8"
-        )
+        edition_numbers.save(numbers)
         print(f"wrote {edition_numbers.NUMBERS_FILE.relative_to(ROOT)}")
     book = editions.load_book(ROOT, strict=args.check)
+    try:
+        changed = editions.write_all(book, write=not args.check)
+    except editions.EditionError as e:  # strict (--check) only
+        print(f"out of date: {e}")
+        return 1
+    for path in changed:
+        done = "wrote" if path.is_file() else "removed"
+        done = "out of date:" if args.check else done
+        print(f"{done} {path.relative_to(ROOT)}")
     if args.check:
-        stale = []
-        for doc in (page.doc for page in editions.chapters(book)):
-            for name in editions.EDITIONS:
-                path = editions.edition_path(ROOT, doc, name)
-                try:
-                    text = editions.dumps(editions.edition(book, doc, name))
-                except editions.EditionError as e:
-                    stale.append(f"{path.relative_to(ROOT)} ({e})")
-                    continue
-                if not path.is_file() or path.read_text("utf-8") != text:
-                    stale.append(path.relative_to(ROOT))
-        for path in stale:
-            print(f"out of date: {path}")
-        return 1 if stale else 0
-    for path in editions.write_all(book):
-        print(f"wrote {path.relative_to(ROOT)}")
+        return 1 if changed else 0
     if book.missing:
         print(
             f"warning: {len(book.missing)} labels are not numbered yet "

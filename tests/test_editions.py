@@ -259,7 +259,6 @@ def _ctx(edition="reader", strict=True, numbers=NUMBERS) -> E.Context:
             "k1": ("Ziyin et al.", "2026"),
             "k2": ("Saxe et al.", "2014"),
         },
-        repository="",
         md=MD,
         strict=strict,
     )
@@ -342,6 +341,46 @@ def test_boxes_exercises_and_solutions():
     )
     student = E.render_markdown(_ctx("student"), source)
     assert "Like this" not in student and "Exercise 4.1" in student
+
+
+def _cells(*cells):
+    from nbformat.v4 import new_code_cell, new_markdown_cell
+
+    return [
+        new_markdown_cell(src, id=f"c{i}")
+        if kind == "md"
+        else new_code_cell(src, id=f"c{i}", metadata={"tags": kind.split()})
+        for i, (kind, src) in enumerate(cells)
+    ]
+
+
+def test_a_gated_solution_is_folded_for_readers_and_removed_for_students():
+    cells = _cells(
+        ("md", "Do {eq}`eq-a`."),
+        ("scaffold", "x = ...  # your code"),
+        ("md", "```{solution-start} ex-ch4-a\n```"),
+        ("", "x = 1"),
+        ("md", "```{solution-end}\n```"),
+        ("", "check(x)"),
+    )
+    reader = E._cells(_ctx("reader"), cells)
+    assert [(c.id, c.source.split("\n")[0]) for c in reader] == [
+        ("c0", "Do Eq. (4.3)."),
+        ("c2", "**Solution to Exercise 4.1**: the code below is folded; "
+               "open it to read it."),
+        ("c3", "# @title Solution to Exercise 4.1"),
+        ("c5", "check(x)"),
+    ]  # fmt: skip
+    student = E._cells(_ctx("student"), cells)
+    assert [c.source for c in student] == [
+        "Do Eq. (4.3).",
+        "x = ...  # your code",
+        "check(x)",
+    ]
+    with pytest.raises(E.EditionError, match="Exercise 4.1 not ended"):
+        E._cells(_ctx("reader"), cells[:4])
+    with pytest.raises(E.EditionError, match="c0 is not gated"):
+        E._cells(_ctx("reader"), _cells(("solution", "x = 1")))
 
 
 @pytest.mark.parametrize(

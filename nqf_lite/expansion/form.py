@@ -31,7 +31,6 @@ call it).  The tangent kernel of Prop. 8 (App. B.6) is a function of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -311,73 +310,38 @@ class NQF:
         return v[:, None] + H @ W
 
     # ----------------------------------------------------------------
-    # training (Theorem 2): nqf_lite.dynamics.training, imported when called
-    # (the dynamics layer sits above this one)
-    def gd_step(self, W, y, lr, batch=None, weight_decay=0.0) -> np.ndarray:
+    # training (Theorem 2) is nqf_lite.dynamics.training's: these methods
+    # pass it this form first and the rest as given (see its functions for
+    # the arguments)
+    def gd_step(self, W, y, lr, *args, **kwargs) -> np.ndarray:
         """One explicit (S)GD step on every neuron (Eq. 21):
         :func:`nqf_lite.dynamics.training.gd_step`."""
-        from nqf_lite.dynamics import training
+        return _training().gd_step(self, W, y, lr, *args, **kwargs)
 
-        return training.gd_step(self, W, y, lr, batch, weight_decay)
+    def closed_step(self, M, mu, d, y, lr, *args, **kwargs) -> tuple:
+        """One step of the closed dynamics of Theorem 2 (Eqs. 23-24), the new
+        ``(M, mu)``: :func:`nqf_lite.dynamics.training.closed_step`."""
+        return _training().closed_step(self, M, mu, d, y, lr, *args, **kwargs)
 
-    def closed_step(
-        self, M, mu, d, y, lr, batch=None, weight_decay=0.0, *, trusted=False
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """One step of the closed dynamics of Theorem 2 (Eqs. 23-24):
-        :func:`nqf_lite.dynamics.training.closed_step`."""
-        from nqf_lite.dynamics import training
+    def train(self, W, y, lr, steps, *args, **kwargs) -> Any:
+        """``steps`` explicit (S)GD steps from ``W`` (Eq. 21):
+        :func:`nqf_lite.dynamics.training.train`."""
+        return _training().train(self, W, y, lr, steps, *args, **kwargs)
 
-        return training.closed_step(
-            self, M, mu, d, y, lr, batch, weight_decay, trusted=trusted
+    def train_closed(self, M, mu, d, y, lr, steps, *args, **kwargs) -> Any:
+        """``steps`` steps of the closed recursion on ``(M, mu)`` at width
+        ``d`` (Theorem 2): :func:`nqf_lite.dynamics.training.train_closed`."""
+        return _training().train_closed(
+            self, M, mu, d, y, lr, steps, *args, **kwargs
         )
 
-    def train(
-        self,
-        W,
-        y,
-        lr,
-        steps: int,
-        batches=None,
-        weight_decay: float = 0.0,
-        progress: bool = False,
-        *,
-        record: str | Sequence[str] | None = None,
-        every: int = 1,
-    ) -> Any:
-        """``steps`` explicit (S)GD steps from ``W`` (Eq. 21), every step's
-        predictions or a ``TrainingRecord``:
-        :func:`nqf_lite.dynamics.training.train`."""
-        from nqf_lite.dynamics import training
 
-        return training.train(
-            self, W, y, lr, steps, batches, weight_decay, progress,
-            record=record, every=every,
-        )  # fmt: skip
+def _training() -> Any:
+    """:mod:`nqf_lite.dynamics.training`, imported when first called (the
+    dynamics sit above the expansion)."""
+    from nqf_lite.dynamics import training
 
-    def train_closed(
-        self,
-        M,
-        mu,
-        d: int,
-        y,
-        lr,
-        steps: int,
-        batches=None,
-        weight_decay: float = 0.0,
-        progress: bool = False,
-        *,
-        record: str | Sequence[str] | None = None,
-        every: int = 1,
-    ) -> Any:
-        """``steps`` steps of the closed recursion on ``(M, mu)`` at width
-        ``d`` (Theorem 2), every step's predictions or a ``TrainingRecord``:
-        :func:`nqf_lite.dynamics.training.train_closed`."""
-        from nqf_lite.dynamics import training
-
-        return training.train_closed(
-            self, M, mu, d, y, lr, steps, batches, weight_decay, progress,
-            record=record, every=every,
-        )  # fmt: skip
+    return training
 
 
 def ntk_from_moments(nqf: NQF, M, mu, d: int) -> np.ndarray:
