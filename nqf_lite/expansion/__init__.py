@@ -11,6 +11,8 @@
   smoothness it needs, and its remainder;
 - :mod:`~nqf_lite.expansion.units`: the units (neurons, heads, experts,
   channels) of a ``torch.nn.Module`` as the columns of ``W``;
+- :mod:`~nqf_lite.expansion.unit_spec`: which parameters one unit owns (the
+  ``units`` argument), read and checked once;
 - :mod:`~nqf_lite.expansion.autograd`: :func:`expand`, the structure matrix
   ``A(x)`` (and ``g``, ``B``) of any permutation-symmetric module by autograd;
 - :mod:`~nqf_lite.expansion.dataset`: :func:`expand_dataset`, the NQF of a
