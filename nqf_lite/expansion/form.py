@@ -18,15 +18,15 @@ With the loss of Eq. 26, ``L = (1/|b|) sum_{n in b} sum_o (f_no - y_no)^2``,
     H = \\sum_{n,o} 2\\ell'_{no} A_{no}, \\qquad
     \\nabla_W L = v\\mathbf 1^\\top + H W .
 
-Theorem 2 (Eqs. 23-24) follows by multiplying out ``W' = W - lr (v 1^T + H
-W)``: the training of an NQF, explicit on ``W`` or closed on ``(M, μ)``, with
-its :class:`~nqf_lite.dynamics.training.TrainingRecord`, lives in
-:mod:`nqf_lite.dynamics.training` (:meth:`NQF.train`,
-:meth:`NQF.train_closed`, :meth:`NQF.gd_step` and :meth:`NQF.closed_step`
-call it).  The tangent kernel of Prop. 8 (App. B.6) is a function of
-``(M, μ)`` too (:func:`ntk_from_moments`).  :func:`realize_moments`
-(:mod:`nqf_lite.expansion.order`) goes back from ``(M, μ)`` to weights;
-:func:`random_nqf` draws a test bed.
+Theorem 2 (Eqs. 23-24) follows by multiplying out
+``W' = W - lr (v 1^T + H W)``: the training of an NQF, explicit on
+``W`` or closed on ``(M, μ)``, with its
+:class:`~nqf_lite.dynamics.training.TrainingRecord`, lives in
+:mod:`nqf_lite.dynamics.training` (:meth:`NQF.train`, :meth:`NQF.train_closed`,
+:meth:`NQF.gd_step` and :meth:`NQF.closed_step` call it). The tangent kernel of
+Prop. 8 (App. B.6) is a function of ``(M, μ)`` too (:func:`ntk_from_moments`).
+:func:`realize_moments` (:mod:`nqf_lite.expansion.order`) goes back from
+``(M, μ)`` to weights; :func:`random_nqf` draws a test bed.
 """
 
 from __future__ import annotations
@@ -300,8 +300,8 @@ class NQF:
         return self._grad(self._lp(self._f(M, mu, idx), y, idx), mu, idx)
 
     def grad_W(self, W, y, batch=None) -> np.ndarray:
-        """Gradient of the (batch) loss with respect to every neuron: ``v 1^T +
-        H W``."""
+        """Gradient of the (batch) loss with respect to every neuron:
+        ``v 1^T + H W``."""
         W = self._W(W)
         y = self._y(y)
         idx = self._batch(batch)

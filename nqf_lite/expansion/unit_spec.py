@@ -1,14 +1,14 @@
 """Which parameters one unit of a torch module owns: the ``units`` argument
 of :class:`~nqf_lite.expansion.units.ModuleUnits`, read and checked once.
 
-An entry ``(name, dim)``, ``(name, dim, blocks)`` or ``(pattern, None)``
-gives every unit a share of some parameters (see ``ModuleUnits``);
+An entry ``(name, dim)``, ``(name, dim, blocks)`` or ``(pattern, None)`` gives
+every unit a share of some parameters (see ``ModuleUnits``);
 :func:`resolve_units` checks the entries against the module (names, axes,
 dtypes, one owner per parameter, one number of units) and returns them as
 :class:`UnitPart` objects, which cut a unit's share out of a parameter
 (:meth:`UnitPart.split`) and put it back (:meth:`UnitPart.join`).
-:func:`default_units` is the automatic choice for ``nn.Sequential(Linear or
-ConvNd, parameter-free layers, Linear)``.
+:func:`default_units` is the automatic choice for
+``nn.Sequential(Linear or ConvNd, parameter-free layers, Linear)``.
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ class ModuleUnits:
     module : torch.nn.Module
         Any floating dtype; the unit function computes in float64.
     units : sequence, optional
-        Entries ``(name, dim)``, ``(name, dim, blocks)`` or ``(pattern,
-        None)``:
+        Entries ``(name, dim)``, ``(name, dim, blocks)`` or
+        ``(pattern, None)``:
 
         - ``(name, dim)``: the size of parameter ``name`` along ``dim`` splits
           into ``d`` equal consecutive slices, one per unit;
@@ -62,10 +62,11 @@ class ModuleUnits:
           the whole parameter named with ``*`` replaced by ``i`` (e.g.
           ``("experts.*.weight", None)`` for an ``nn.ModuleList`` of experts).
 
-        Default: for ``nn.Sequential(Linear or ConvNd, parameter-free layers,
-        Linear)``, the hidden units ``[("0.weight", 0), ("0.bias", 0),
-        ("2.weight", 1)]`` (without the bias entry when the first layer has
-        none); any other module must say.
+        Default: for
+        ``nn.Sequential(Linear or ConvNd, parameter-free layers, Linear)``, the
+        hidden units ``[("0.weight", 0), ("0.bias", 0), ("2.weight", 1)]``
+        (without the bias entry when the first layer has none); any other
+        module must say.
     d : int, optional
         Number of units.  By default every unit owns one index along each
         ``dim`` (neurons, channels, stacked experts); give ``d`` when a unit
@@ -283,9 +284,9 @@ def module_units(
     ----------
     module : torch.nn.Module
     units : sequence of tuples, optional
-        ``(name, dim)``, ``(name, dim, blocks)`` or ``(pattern, None)``:
-        which parameters form one unit; automatic for ``nn.Sequential(Linear,
-        act, Linear)``.
+        ``(name, dim)``, ``(name, dim, blocks)`` or ``(pattern, None)``: which
+        parameters form one unit; automatic for
+        ``nn.Sequential(Linear, act, Linear)``.
     d : int, optional
         Number of units, when a unit owns several consecutive indices
         (attention heads).
