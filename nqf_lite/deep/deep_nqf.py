@@ -85,11 +85,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from nqf_lite._checks import (
-    integer,
-    sequence,
-    torch_tensor,
-)
+from nqf_lite._checks import sequence
 from nqf_lite.deep.inputs import DeepInputs
 from nqf_lite.deep.layers import (
     AttentionLayer,
@@ -99,6 +95,8 @@ from nqf_lite.deep.layers import (
     LinearLayer,
     MLPLayer,
     ScaledLayer,
+    mlp_layers,
+    mlp_weights,
 )
 from nqf_lite.deep.realisation import (
     compress_deep,
@@ -120,6 +118,8 @@ __all__ = [
     "ScaledLayer",
     "compress_deep",
     "deep_moments",
+    "mlp_layers",
+    "mlp_weights",
     "realize_deep",
     "structure_subspace",
 ]
@@ -137,11 +137,9 @@ class DeepNQF(DeepInputs, DeepTraining):
     Notes
     -----
     Every loss, gradient and training method takes optional per-output
-    ``weights`` ``w_nk >= 0`` (broadcastable to ``y``; the loss is ``(1/|b|)
-    sum w_nk (f_nk
-    - y_nk)^2``):
-    a 0/1 mask of the observed entries trains on those entries only (matrix
-    completion).
+    ``weights`` ``w_nk >= 0`` (broadcastable to ``y``; the loss is
+    ``(1/|b|) sum w_nk (f_nk - y_nk)^2``): a 0/1 mask of the observed
+    entries trains on those entries only (matrix completion).
     """
 
     def __init__(self, layers: Sequence[Layer]) -> None:
@@ -179,87 +177,15 @@ class DeepNQF(DeepInputs, DeepTraining):
         act: Callable[[torch.Tensor], torch.Tensor] | None = torch.tanh,
         slope: float = 1.0,
     ) -> DeepNQF:
-        """The deep NQF of a bias-free MLP ``x -> W_L act(... act(W_1 x))`` of
-        any depth ``L >= 1`` (App. B.4).
+        """The deep NQF of a bias-free MLP ``x -> W_L act(... act(W_1 x))``
+        of any depth (App. B.4): the layers of
+        :func:`~nqf_lite.deep.layers.mlp_layers`, whose parameters these
+        are; :meth:`mlp_weights` gives the matching weights."""
+        return cls(mlp_layers(dims, act, slope))
 
-        The weight matrices pair up into two-layer blocks
-        ``(W_1, W_2), (W_3, W_4), ...``, each an :class:`MLPLayer` (its inner
-        activation linearised with ``slope = act'(0)``, Prop. 1); the first
-        block sees ``x``, every later one ``act`` of the previous block's
-        output. For odd ``L`` the last matrix ``W_L`` is a :class:`LinearLayer`
-        on ``act`` of the last block's output (``x`` itself when ``L = 1``),
-        which is exact. :meth:`mlp_weights` gives the matching weights.
-
-        Parameters
-        ----------
-        dims : sequence of int
-            ``(D_0, D_1, ..., D_L)``: input, hidden and output sizes (``W_l``
-            is ``D_l x D_{l-1}``).
-        act : callable or None
-            The activation between layers (``None``: a deep linear network).
-        slope : float
-            ``act'(0)`` (1 for tanh and for ``None``).
-        """
-        dims = [
-            integer(f"dims[{i}]", d)
-            for i, d in enumerate(sequence("dims", dims))
-        ]
-        if len(dims) < 2:
-            raise ValueError(
-                "dims must hold the input size and at least one layer "
-                f"size, got {dims}"
-            )
-        if act is not None and not callable(act):
-            raise TypeError(
-                f"act must be callable or None, got {type(act).__name__}"
-            )
-        n_mat = len(dims) - 1
-        layers: list[Layer] = [
-            MLPLayer(
-                dims[i], dims[i + 2], act=None if i == 0 else act, slope=slope
-            )
-            for i in range(0, n_mat - 1, 2)
-        ]
-        if n_mat % 2:
-            layers.append(
-                LinearLayer(
-                    dims[-2], dims[-1], act=None if n_mat == 1 else act
-                )
-            )
-        return cls(layers)
-
-    @staticmethod
-    def mlp_weights(Ws: Sequence[object]) -> list[torch.Tensor]:
-        """NQF weights of the MLP matrices ``Ws`` (each (..., D_l, D_{l-1})),
-        paired as :meth:`mlp` pairs them.
-
-        A block ``(U, V) = (W_{2j+1}, W_{2j+2})`` becomes ``[U^T; V]`` (neuron
-        ``i`` = hidden unit ``i``: its input weights and its output weights);
-        an unpaired last ``W_L`` becomes its column-major ``vec`` as one
-        neuron, (..., D_L D_{L-1}, 1).
-        """
-        Ws = [
-            torch_tensor(f"Ws[{l}]", W, 2, differentiated=True)
-            for l, W in enumerate(sequence("Ws", Ws))
-        ]
-        if not Ws:
-            raise ValueError("Ws must hold at least one weight matrix")
-        for l in range(1, len(Ws)):
-            if Ws[l].shape[-1] != Ws[l - 1].shape[-2]:
-                raise ValueError(
-                    f"Ws[{l}] has {Ws[l].shape[-1]} columns but Ws[{l - 1}] "
-                    f"has {Ws[l - 1].shape[-2]} rows"
-                )
-        out = [
-            torch.cat([U.transpose(-1, -2), V], dim=-2)
-            for U, V in zip(Ws[0:-1:2], Ws[1::2])
-        ]
-        if len(Ws) % 2:
-            last = Ws[-1]
-            out.append(
-                last.transpose(-1, -2).reshape(last.shape[:-2] + (-1, 1))
-            )
-        return out
+    #: NQF weights of the MLP matrices
+    #: (:func:`~nqf_lite.deep.layers.mlp_weights`)
+    mlp_weights = staticmethod(mlp_weights)
 
     # ----------------------------------------------------------------- forward
     def _hidden(
