@@ -1,0 +1,243 @@
+"""The terms of a factored NQF and their arithmetic, one term at a time.
+
+A :class:`Term` is ``sym(L[n] ⊗ R[o])`` (``R`` shared over the inputs) or
+``sym(L[n] ⊗ R[n, o])`` (``R`` per input and output), with the vectors
+embedded into rows ``rows_L``, ``rows_R`` of ``R^p`` and ``sym(u ⊗ v) = (u vᵀ
++ v uᵀ)/2``.  The functions here give, per term, the pieces that
+:class:`~nqf_lite.expansion.factored.FactoredNQF` sums: ``Tr[M A]``, the
+block of ``sum l' A``, the diagonals of ``Pᵀ A P``, their Gram matrix and
+``sum ||A||_F^2``, never a ``p × p`` matrix per input.
+
+A shared ``R`` (the MLP of Proposition 1, attention heads) keeps the data set
+in the memory of its inputs and lets one Gram matrix of the inputs serve
+every forecast; a per-input ``R`` (mixtures of experts, whose expert gradient
+depends on the input; query-key heads; any small ``A(x)`` factored by its
+eigenvectors) costs ``m V b`` numbers a term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Term"]
+
+#: bytes of the per-input blocks the generic (per-input ``R``) sums build at
+#: once
+CHUNK_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term ``sym(L[n] ⊗ R[o])`` (or ``sym(L[n] ⊗ R[n, o])``) of the
+    structure matrices.
+
+    Attributes
+    ----------
+    L : ndarray, shape (m, a)
+        One vector per input.
+    rows_L : ndarray of int, shape (a,)
+        The rows of ``R^p`` that ``L[n]`` fills.
+    R : ndarray, shape (V, b) or (m, V, b)
+        One vector per output (``V = 1`` for a scalar output), shared over
+        the inputs; or one per input and output.
+    rows_R : ndarray of int, shape (b,)
+        The rows that ``R[o]`` (or ``R[n, o]``) fills.
+    """
+
+    L: np.ndarray
+    rows_L: np.ndarray
+    R: np.ndarray
+    rows_R: np.ndarray
+
+    @property
+    def shared(self) -> bool:
+        """True when ``R`` is shared over the inputs (shape ``(V, b)``)."""
+        return self.R.ndim == 2
+
+
+def _rows(name: str, rows: np.ndarray, p: int, i: int) -> None:
+    if rows.ndim != 1 or (
+        rows.size
+        and (
+            rows.min() < 0
+            or rows.max() >= p
+            or np.unique(rows).size != rows.size
+        )
+    ):
+        raise ValueError(
+            f"terms[{i}].{name} must be distinct rows in [0, p = {p})"
+        )
+
+
+def checked_terms(
+    terms: Sequence[Term], p: int, V: int | None, dtype: np.dtype
+) -> tuple[tuple[Term, ...], int]:
+    """The contract of the terms, checked once: the terms with contiguous
+    factors (``L`` and a per-input ``R`` in ``dtype``, a shared ``R`` in
+    float64) and the number of inputs ``m``."""
+    if isinstance(terms, Term) or not isinstance(terms, Sequence):
+        raise TypeError(
+            f"terms must be a sequence of Term, got {type(terms).__name__}"
+        )
+    if not terms:
+        raise ValueError("terms must hold at least one Term")
+    nV = 1 if V is None else V
+    checked, m = [], None
+    for i, t in enumerate(terms):
+        if not isinstance(t, Term):
+            raise TypeError(
+                f"terms[{i}] must be a Term, got {type(t).__name__}"
+            )
+        L = np.ascontiguousarray(t.L, dtype=dtype)
+        R = np.asarray(t.R)
+        R = np.ascontiguousarray(R, np.float64 if R.ndim == 2 else dtype)
+        rL = np.asarray(t.rows_L, dtype=np.intp)
+        rR = np.asarray(t.rows_R, dtype=np.intp)
+        if (
+            L.ndim != 2
+            or L.shape[1] != rL.size
+            or R.ndim not in (2, 3)
+            or R.shape[-2:] != (nV, rR.size)
+            or (R.ndim == 3 and R.shape[0] != L.shape[0])
+        ):
+            raise ValueError(
+                f"terms[{i}]: L must be (m, len(rows_L)) and R (V={nV}, "
+                "len(rows_R)) or (m, V, len(rows_R)), got "
+                f"{L.shape}, {R.shape}"
+            )
+        _rows("rows_L", rL, p, i)
+        _rows("rows_R", rR, p, i)
+        if m is None:
+            m = L.shape[0]
+        elif L.shape[0] != m:
+            raise ValueError(
+                f"terms[{i}]: L has {L.shape[0]} inputs, the first term {m}"
+            )
+        if not (np.isfinite(L).all() and np.isfinite(R).all()):
+            raise ValueError(f"terms[{i}]: L and R must be finite")
+        checked.append(Term(L, rL, R, rR))
+    if m == 0:
+        raise ValueError("the data set must hold at least one input")
+    return tuple(checked), int(m)
+
+
+def _sel(a: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
+    return a if idx is None else a[idx]
+
+
+def dense_into(X: np.ndarray, t: Term) -> None:
+    """Add ``L[n] R[o]ᵀ`` into ``X[:, :, rows_L, rows_R]`` (shape (m, V, p,
+    p))."""
+    spec = "na,ob->noab" if t.shared else "na,nob->noab"
+    outer = np.einsum(spec, t.L.astype(np.float64), t.R)
+    X[:, :, t.rows_L[:, None], t.rows_R[None, :]] += outer
+
+
+def value(
+    t: Term, M: np.ndarray, idx: np.ndarray | None, dtype: np.dtype
+) -> np.ndarray:
+    """``Tr[M sym(L[n] ⊗ R[o])] = L[n]ᵀ M[rows_L, rows_R] R[o]``, shape (n,
+    V)."""
+    L = _sel(t.L, idx)
+    block = M[np.ix_(t.rows_L, t.rows_R)]
+    if t.shared:
+        return L @ (block @ t.R.T).astype(dtype)
+    LM = (L @ block.astype(dtype)).astype(np.float64)
+    return np.einsum("nb,nob->no", LM, _sel(t.R, idx))
+
+
+def block(
+    t: Term, w: np.ndarray, idx: np.ndarray | None, dtype: np.dtype
+) -> np.ndarray:
+    """``sum_{n,o} w[n, o] L[n] R[o]ᵀ`` (a, b) for weights ``w`` (n, V)."""
+    L = _sel(t.L, idx)
+    if t.shared:
+        return (L.T @ w.astype(dtype)).astype(np.float64) @ t.R
+    S = np.einsum("no,nob->nb", w, _sel(t.R, idx)).astype(dtype)
+    return (L.T @ S).astype(np.float64)
+
+
+def projections(
+    t: Term, P: np.ndarray, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(L P[rows_L], R P[rows_R])``: the diagonal of ``Pᵀ A_{n,o} P`` is
+    their product, ``(m, k)`` times ``(V, k)`` or ``(m, V, k)``."""
+    left = (t.L @ P[t.rows_L].astype(dtype)).astype(np.float64)
+    if t.shared:
+        return left, t.R @ P[t.rows_R]
+    return left, (t.R @ P[t.rows_R].astype(dtype)).astype(np.float64)
+
+
+def diagonals(
+    terms: Sequence[Term], P: np.ndarray, dtype: np.dtype, idx=None
+) -> np.ndarray:
+    """``lam[n, o, k] = p_kᵀ A_{n,o} p_k`` (for the inputs ``idx``)."""
+    out = 0.0
+    for t in terms:
+        left = (_sel(t.L, idx) @ P[t.rows_L].astype(dtype)).astype(np.float64)
+        if t.shared:
+            out = out + np.einsum("nk,ok->nok", left, t.R @ P[t.rows_R])
+        else:
+            right = _sel(t.R, idx) @ P[t.rows_R].astype(dtype)
+            out = out + left[:, None, :] * right
+    return np.asarray(out, dtype=np.float64)
+
+
+def chunks(m: int, per_input: int) -> list[np.ndarray]:
+    """Index blocks of the ``m`` inputs, each within :data:`CHUNK_BYTES` for
+    ``per_input`` float64 numbers an input."""
+    size = max(1, CHUNK_BYTES // max(8 * per_input, 1))
+    return [np.arange(s, min(s + size, m)) for s in range(0, m, size)]
+
+
+def _dots(
+    A: np.ndarray, rA: np.ndarray, B: np.ndarray, rB: np.ndarray, spec: str
+) -> np.ndarray | float:
+    """Dot products of embedded vectors over their common rows."""
+    _, i, j = np.intersect1d(rA, rB, return_indices=True)
+    if i.size == 0:
+        return 0.0
+    return np.einsum(spec, A[..., i], B[..., j])
+
+
+def frobenius2_chunk(terms: Sequence[Term], idx: np.ndarray) -> float:
+    """``sum_{n in idx, o} ||A_{n,o}||_F^2`` from the factors (any terms).
+
+    ``||sum_r sym(u_r v_rᵀ)||^2 = 1/2 sum_{r,s} [(u_r.u_s)(v_r.v_s) +
+    (u_r.v_s)(v_r.u_s)]`` with the vectors embedded in ``R^p``.
+    """
+    Ls = [t.L[idx].astype(np.float64) for t in terms]
+    Rs = [
+        np.broadcast_to(t.R, (idx.size,) + t.R.shape)
+        if t.shared
+        else t.R[idx].astype(np.float64)
+        for t in terms
+    ]
+    total = 0.0
+    for r, t1 in enumerate(terms):
+        for s, t2 in enumerate(terms):
+            uu = _dots(Ls[r], t1.rows_L, Ls[s], t2.rows_L, "na,na->n")
+            vv = _dots(Rs[r], t1.rows_R, Rs[s], t2.rows_R, "noa,noa->no")
+            uv = _dots(Ls[r], t1.rows_L, Rs[s], t2.rows_R, "na,noa->no")
+            vu = _dots(Rs[r], t1.rows_R, Ls[s], t2.rows_L, "noa,na->no")
+            if np.ndim(uu) and np.ndim(vv):
+                total += 0.5 * float(np.sum(uu[:, None] * vv))
+            if np.ndim(uv) and np.ndim(vu):
+                total += 0.5 * float(np.sum(uv * vu))
+    return total
+
+
+def span_rows(t: Term, p: int) -> list[np.ndarray]:
+    """Rows of ``R^p`` spanning the columns that the term's matrices use."""
+    out = []
+    for F, rows in (
+        (t.L, t.rows_L),
+        (t.R.reshape(-1, t.R.shape[-1]), t.rows_R),
+    ):
+        E = np.zeros((F.shape[0], p))
+        E[:, rows] = F
+        out.append(E)
+    return out
