@@ -231,12 +231,19 @@ def frobenius2_chunk(terms: Sequence[Term], idx: np.ndarray) -> float:
 
 
 def span_rows(t: Term, p: int) -> list[np.ndarray]:
-    """Rows of ``R^p`` spanning the columns that the term's matrices use."""
+    """Rows of ``R^p`` spanning the columns of the term's matrices: ``L[n]``
+    where some ``R[(n,) o]`` is non-zero and ``R[(n,) o]`` where ``L[n]`` is
+    (``sym(u ⊗ v)`` spans ``{u, v}``, or nothing when ``u`` or ``v`` is 0)."""
+    L, R = t.L.astype(np.float64), t.R.astype(np.float64)
+    L_on = np.any(L != 0, axis=1)
+    if t.shared:
+        L = L * bool(np.any(R))
+        R = R * bool(L_on.any())
+    else:
+        L = L * np.any(R != 0, axis=(1, 2))[:, None]
+        R = (R * L_on[:, None, None]).reshape(-1, R.shape[-1])
     out = []
-    for F, rows in (
-        (t.L, t.rows_L),
-        (t.R.reshape(-1, t.R.shape[-1]), t.rows_R),
-    ):
+    for F, rows in ((L, t.rows_L), (R, t.rows_R)):
         E = np.zeros((F.shape[0], p))
         E[:, rows] = F
         out.append(E)
