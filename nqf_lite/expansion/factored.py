@@ -261,7 +261,9 @@ class FactoredNQF(NQF):
 
     def _frobenius2(self) -> float:
         """``sum_{n,o} ||A_{n,o}||_F^2`` from the factors, a chunk of inputs
-        at a time."""
+        at a time (from the cached Gram matrices with shared ``R``)."""
+        if self._shared:
+            return ft.frobenius2_shared(self.terms, self._gram)
         per = self._nV * sum(t.L.shape[1] + t.R.shape[-1] for t in self.terms)
         return sum(
             ft.frobenius2_chunk(self.terms, idx)

@@ -230,6 +230,27 @@ def frobenius2_chunk(terms: Sequence[Term], idx: np.ndarray) -> float:
     return total
 
 
+def frobenius2_shared(terms: Sequence[Term], gram) -> float:
+    """:func:`frobenius2_chunk` over all inputs for shared ``R``, from the
+    Gram matrices ``gram(r, s) = L_rᵀ L_s`` (no pass over the inputs once
+    they are cached)."""
+    total = 0.0
+    for r, t1 in enumerate(terms):
+        for s, t2 in enumerate(terms):
+            _, i1, i2 = np.intersect1d(
+                t1.rows_L, t2.rows_L, return_indices=True
+            )
+            vv = _dots(t1.R, t1.rows_R, t2.R, t2.rows_R, "oa,oa->")
+            if i1.size and np.ndim(vv) == 0 and vv:
+                uu = float(np.trace(gram(r, s)[np.ix_(i1, i2)]))
+                total += 0.5 * uu * float(vv)
+            uv = _dots(t1.L, t1.rows_L, t2.R, t2.rows_R, "na,oa->no")
+            vu = _dots(t2.L, t2.rows_L, t1.R, t1.rows_R, "na,oa->no")
+            if np.ndim(uv) and np.ndim(vu):
+                total += 0.5 * float(np.sum(uv * vu))
+    return total
+
+
 def span_rows(t: Term, p: int) -> list[np.ndarray]:
     """Rows of ``R^p`` spanning the columns of the term's matrices: ``L[n]``
     where some ``R[(n,) o]`` is non-zero and ``R[(n,) o]`` where ``L[n]`` is
