@@ -1,10 +1,12 @@
 """The NQF of a data set: :func:`expand` at every input, stacked (Eq. 20).
 
-For ``nn.Sequential(Linear, act, Linear)`` the coefficients are known in closed
-form (Proposition 1) and kept factored
-(:class:`~nqf_lite.expansion.factored.FactoredNQF`); any other module is
-expanded input by input by autograd (Theorem 1), in chunks that fit a memory
-budget, with a progress bar over large data sets.
+For ``nn.Sequential(Linear, act, Linear)``, the mixtures of experts and
+attention heads of :mod:`nqf_lite.expansion.models` and every registry model
+the coefficients are known in closed form (Propositions 1-5) and kept factored
+(:class:`~nqf_lite.expansion.factored.FactoredNQF`, built by
+:mod:`nqf_lite.expansion.factored_models`); any other module is expanded input
+by input by autograd (Theorem 1), in chunks that fit a memory budget, with a
+progress bar over large data sets.
 
 - :func:`expand_dataset`: the :class:`~nqf_lite.NQF` of a data set.
 """
@@ -273,14 +275,33 @@ def expand_dataset(
     whole dense result is estimated before the first input, and refused when it
     exceeds ``max_bytes``.
 
+    The factored form is also picked, with ``factored=None``, for
+
+    - a module of :mod:`nqf_lite.expansion.models` built by
+      :func:`~nqf_lite.expansion.models.moe_module` (Proposition 5, Eq. 14:
+      ``A = (psi'(0)/2) sym2(x ⊗ ∇_Θ E(x; 0))``, rank 2 a output),
+      :func:`~nqf_lite.expansion.models.mha` (Proposition 2: the head acts on
+      the token average ``x̄``, the MLP's structure with ``x -> x̄``),
+      :func:`~nqf_lite.expansion.models.qk_head` or
+      :func:`~nqf_lite.expansion.models.logits_head` (Propositions 3-4); such
+      a module is recognised by the function it was built from, and ``p``
+      may be left out;
+    - a registry model, ``f = MODELS[name]`` (inputs as its ``structure``
+      takes them): ``mlp``, ``cnn``, ``moe``, ``mha``, ``qk`` and ``logits``
+      from their known form, the others from the eigenvectors of each small
+      ``A(x)`` (see :func:`~nqf_lite.expansion.factored_models.factored_twin`);
+      ``factored=False`` gives ``f.twin(xs)``.
+
     The symmetry and smoothness checks run on the first input only (for the
     factored MLP the structure is symmetric by construction and the activation
-    is checked).
+    is checked; a recognised module of :mod:`nqf_lite.expansion.models` is
+    checked by autograd on its first input, a registry model not at all: its
+    structure is the paper's).
 
     Parameters
     ----------
-    f : torch.nn.Module, ModuleUnits, or callable ``f(W, x) -> tensor``
-        The module (see :func:`expand`).
+    f : torch.nn.Module, ModuleUnits, registry model, or callable ``f(W, x)``
+        The module (see :func:`expand`), or a registry model.
     xs : sequence, array, tensor or iterable of batches
         The ``m`` inputs: a list, an array or tensor whose first axis runs over
         them, or an iterable of batches such as a
@@ -308,6 +329,14 @@ def expand_dataset(
         A tqdm progress bar over the inputs.  By default shown from
         ``PROGRESS_MIN`` inputs, except when the environment sets
         ``NQF_PROGRESS=0`` or ``NQF_CLAIMS_DIR`` (the book build).
+    device : str or torch.device, optional
+        Where the data-set-scale arithmetic of a factored form runs (the
+        inputs' Gram matrix that every forecast reads for the MLP, the token
+        statistics of attention), e.g. ``"cuda"`` when there is a GPU; the
+        factors come back as numpy arrays and every result compared is
+        float64.  A name torch does not know, or a device this machine does
+        not have, is a ``ValueError`` naming ``device``.  The dense
+        (autograd) path runs on the CPU and refuses another device.
 
     Returns
     -------
