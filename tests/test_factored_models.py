@@ -288,3 +288,35 @@ def test_train_closed_below_the_data_rank_is_exact(d):
     # Theorem 3's twin (width k_V + 1 > d) is refused, naming the width
     with pytest.raises(ValueError, match=f"width d = {d} .*nothing to"):
         nl.compress(fa, W, 0.02)
+
+
+def test_vector_linear_expert_shares_its_arrays_over_outputs():
+    k, V, m = 4, 3, 50
+    module = mm.moe_module(k, mm.linear_expert(k, V))
+    X = rng("t", "moe-memory").standard_normal((m, k))
+    fa = nl.expand_dataset(module, X)
+    assert [t.output for t in fa.terms] == list(range(V))
+    # L = psi'(0) x and R = x, once each (not V^2 k numbers an input)
+    assert fa.nbytes <= 2 * X.nbytes + 8 * m * V + 8 * V * fa.p
+    de = nl.expand_dataset(module, X[:5], factored=False)
+    np.testing.assert_allclose(
+        nl.expand_dataset(module, X[:5]).A, de.A, atol=ATOL
+    )
+
+
+def test_the_term_contract_names_what_is_wrong():
+    from nqf_lite.expansion.factored import Term
+
+    L, R = np.ones((2, 1)), np.ones((1, 1))
+    with pytest.raises(ValueError, match=r"terms\[0\].output"):
+        FactoredNQF([Term(L, [0], R, [1], output=2)], p=2, V=2)
+    with pytest.raises(ValueError, match=r"terms\[0\]: L must be"):
+        FactoredNQF([Term(L, [0], np.ones((2, 1)), [1], output=0)], 2, V=2)
+    with pytest.raises(ValueError, match=r"terms\[1\]: L has 3 inputs"):
+        FactoredNQF(
+            [Term(L, [0], R, [1]), Term(np.ones((3, 1)), [0], R, [1])], p=2
+        )
+    with pytest.raises(ValueError, match=r"terms\[0\].rows_R must be"):
+        FactoredNQF([Term(L, [0], R, [2])], p=2)
+    with pytest.raises(TypeError, match="terms must be a sequence"):
+        FactoredNQF(Term(L, [0], R, [1]), p=2)

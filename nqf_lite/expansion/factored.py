@@ -172,11 +172,12 @@ class FactoredNQF(NQF):
     @property
     def nbytes(self) -> int:
         """Bytes held by the factors and offsets."""
-        return (
-            sum(t.L.nbytes + t.R.nbytes for t in self.terms)
-            + self.f0.nbytes
-            + self._g_out.nbytes
-        )
+        seen = {  # arrays shared by several terms count once
+            (a.__array_interface__["data"][0], a.nbytes)
+            for t in self.terms
+            for a in (t.L, t.R)
+        }
+        return sum(n for _, n in seen) + self.f0.nbytes + self._g_out.nbytes
 
     # ------------------------------------------------------- the arithmetic
     def _f(
@@ -185,7 +186,7 @@ class FactoredNQF(NQF):
         rows = self.m if idx is None else idx.size
         out = np.zeros((rows, self._nV))
         for t in self.terms:
-            out += ft.value(t, M, idx, self.dtype)
+            out[:, ft.cols(t)] += ft.value(t, M, idx, self.dtype)
         if not self._zgz:
             out += self._g_out @ mu
         out = out[:, 0] if self.V is None else out
@@ -222,7 +223,7 @@ class FactoredNQF(NQF):
         """``lam[n, o, k] = p_kᵀ A_{n,o} p_k`` (memory m V p: small data sets
         only)."""
         self._dense_guard("diagonals", P.shape[1])
-        out = ft.diagonals(self.terms, P, self.dtype)
+        out = ft.diagonals(self.terms, P, self.dtype, self._nV)
         return out[:, 0] if self.V is None else out
 
     def _gram(self, r: int, s: int) -> np.ndarray:
@@ -248,14 +249,15 @@ class FactoredNQF(NQF):
         G = np.zeros((k, k))
         if not self._shared:
             for idx in ft.chunks(self.m, self._nV * k):
-                lam = ft.diagonals(self.terms, P, self.dtype, idx)
+                lam = ft.diagonals(self.terms, P, self.dtype, self._nV, idx)
                 lam = lam.reshape(-1, k)
                 G += lam.T @ lam
             return G
         for r, t1 in enumerate(self.terms):
             for s, t2 in enumerate(self.terms):
                 left = P[t1.rows_L].T @ self._gram(r, s) @ P[t2.rows_L]
-                right = (t1.R @ P[t1.rows_R]).T @ (t2.R @ P[t2.rows_R])
+                R1, R2 = ft.full_R(t1, self._nV), ft.full_R(t2, self._nV)
+                right = (R1 @ P[t1.rows_R]).T @ (R2 @ P[t2.rows_R])
                 G += left * right
         return G
 
@@ -263,10 +265,10 @@ class FactoredNQF(NQF):
         """``sum_{n,o} ||A_{n,o}||_F^2`` from the factors, a chunk of inputs
         at a time (from the cached Gram matrices with shared ``R``)."""
         if self._shared:
-            return ft.frobenius2_shared(self.terms, self._gram)
+            return ft.frobenius2_shared(self.terms, self._gram, self._nV)
         per = self._nV * sum(t.L.shape[1] + t.R.shape[-1] for t in self.terms)
         return sum(
-            ft.frobenius2_chunk(self.terms, idx)
+            ft.frobenius2_chunk(self.terms, idx, self._nV)
             for idx in ft.chunks(self.m, per)
         )
 
@@ -282,7 +284,8 @@ class FactoredNQF(NQF):
         """The same model with ``A`` multiplied by ``factor`` (``g``, ``B``,
         ``f0`` kept)."""
         terms = [
-            Term(t.L, t.rows_L, t.R * factor, t.rows_R) for t in self.terms
+            Term(t.L, t.rows_L, t.R * factor, t.rows_R, t.output)
+            for t in self.terms
         ]
         return FactoredNQF(
             terms, self.p, self.V, g=self._g_out, f0=self.f0, dtype=self.dtype

@@ -166,6 +166,19 @@ def moe_terms(X: np.ndarray, G: np.ndarray, dpsi0: float, k: int) -> Term:
     return Term(X, np.arange(k), dpsi0 * G, k + np.arange(q))
 
 
+def linear_expert_terms(
+    X: np.ndarray, dpsi0: float, k: int, V: int, dtype: Any
+) -> list[Term]:
+    """Eq. 14 for the linear expert ``Θ x`` with ``V`` outputs: ``∇_Θ E_o =
+    x`` in the rows ``Θ[o, :]`` (``o + V b``), one term per output sharing
+    the arrays ``L = psi'(0) x`` and ``R = x`` (memory ``2 m k``, not ``m V^2
+    k``)."""
+    L = np.ascontiguousarray(dpsi0 * X, dtype=dtype)
+    R = np.ascontiguousarray(X, dtype=dtype)[:, None, :]
+    rows = k + V * np.arange(k)
+    return [Term(L, np.arange(k), R, rows + o, output=o) for o in range(V)]
+
+
 def mha_terms(
     xbar: np.ndarray, D: int, d_k: int, d_v: int, V: int | None
 ) -> list[Term]:
@@ -300,8 +313,13 @@ def module_factored(
         k = env["k"]
         X = np.stack([_vector(r, k, i) for i, r in enumerate(rows)])
         _, dpsi0 = slope_at_zero(env["psi"], "gate")
-        G = _expert_gradients(env["expert"], env["layout"], X, k)
-        return FactoredNQF([moe_terms(X, G, dpsi0, k)], p, V, dtype=dtype)
+        expert = env["expert"]
+        if expert.name == "linear expert" and V is not None:
+            terms = linear_expert_terms(X, dpsi0, k, V, dtype)
+        else:
+            G = _expert_gradients(expert, env["layout"], X, k)
+            terms = [moe_terms(X, G, dpsi0, k)]
+        return FactoredNQF(terms, p, V, dtype=dtype)
     D, d_k = env["D"], env["d_k"]
     pairs = [_pair(r, D, i) for i, r in enumerate(rows)]
     if kind == "mha":

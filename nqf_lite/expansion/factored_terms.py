@@ -45,12 +45,20 @@ class Term:
         the inputs; or one per input and output.
     rows_R : ndarray of int, shape (b,)
         The rows that ``R[o]`` (or ``R[n, o]``) fills.
+    output : int, optional
+        When given, the term belongs to this output alone and ``R`` has one
+        row for it (shape ``(1, b)`` or ``(m, 1, b)``): ``A_{n,o}`` holds
+        ``sym(L[n] ⊗ R[(n,) 0])`` for ``o == output`` and nothing for the
+        others (a vector linear expert: its gradient for output ``o`` is the
+        input in the rows of ``Θ_o``, so ``L`` and ``R`` may be the same
+        array for every output).
     """
 
     L: np.ndarray
     rows_L: np.ndarray
     R: np.ndarray
     rows_R: np.ndarray
+    output: int | None = None
 
     @property
     def shared(self) -> bool:
@@ -96,16 +104,25 @@ def checked_terms(
         R = np.ascontiguousarray(R, np.float64 if R.ndim == 2 else dtype)
         rL = np.asarray(t.rows_L, dtype=np.intp)
         rR = np.asarray(t.rows_R, dtype=np.intp)
+        if t.output is not None and (
+            not isinstance(t.output, (int, np.integer))
+            or not 0 <= t.output < nV
+        ):
+            raise ValueError(
+                f"terms[{i}].output must be None or an output index in "
+                f"[0, {nV}), got {t.output!r}"
+            )
+        rows_of_R = nV if t.output is None else 1
         if (
             L.ndim != 2
             or L.shape[1] != rL.size
             or R.ndim not in (2, 3)
-            or R.shape[-2:] != (nV, rR.size)
+            or R.shape[-2:] != (rows_of_R, rR.size)
             or (R.ndim == 3 and R.shape[0] != L.shape[0])
         ):
             raise ValueError(
-                f"terms[{i}]: L must be (m, len(rows_L)) and R (V={nV}, "
-                "len(rows_R)) or (m, V, len(rows_R)), got "
+                f"terms[{i}]: L must be (m, len(rows_L)) and R ({rows_of_R}, "
+                f"len(rows_R)) or (m, {rows_of_R}, len(rows_R)), got "
                 f"{L.shape}, {R.shape}"
             )
         _rows("rows_L", rL, p, i)
@@ -118,7 +135,8 @@ def checked_terms(
             )
         if not (np.isfinite(L).all() and np.isfinite(R).all()):
             raise ValueError(f"terms[{i}]: L and R must be finite")
-        checked.append(Term(L, rL, R, rR))
+        out = None if t.output is None else int(t.output)
+        checked.append(Term(L, rL, R, rR, out))
     if m == 0:
         raise ValueError("the data set must hold at least one input")
     return tuple(checked), int(m)
@@ -128,12 +146,30 @@ def _sel(a: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
     return a if idx is None else a[idx]
 
 
+def cols(t: Term) -> slice:
+    """The outputs the term fills: all, or its ``output``."""
+    o = t.output
+    return slice(None) if o is None else slice(o, o + 1)
+
+
+def full_R(t: Term, nV: int, idx: np.ndarray | None = None) -> np.ndarray:
+    """``R`` (of the inputs ``idx``) with a row for every output (zero rows
+    for the outputs a term with ``output`` does not fill), float64."""
+    R = t.R if t.shared else _sel(t.R, idx)
+    if t.output is None:
+        return R.astype(np.float64)
+    out = np.zeros(R.shape[:-2] + (nV, R.shape[-1]))
+    out[..., t.output, :] = R[..., 0, :]
+    return out
+
+
 def dense_into(X: np.ndarray, t: Term) -> None:
     """Add ``L[n] R[o]ᵀ`` into ``X[:, :, rows_L, rows_R]`` (shape (m, V, p,
     p))."""
     spec = "na,ob->noab" if t.shared else "na,nob->noab"
     outer = np.einsum(spec, t.L.astype(np.float64), t.R)
-    X[:, :, t.rows_L[:, None], t.rows_R[None, :]] += outer
+    Xo = X[:, cols(t)]
+    Xo[:, :, t.rows_L[:, None], t.rows_R[None, :]] += outer
 
 
 def value(
@@ -154,36 +190,32 @@ def block(
 ) -> np.ndarray:
     """``sum_{n,o} w[n, o] L[n] R[o]ᵀ`` (a, b) for weights ``w`` (n, V)."""
     L = _sel(t.L, idx)
+    w = w[:, cols(t)]
     if t.shared:
         return (L.T @ w.astype(dtype)).astype(np.float64) @ t.R
     S = np.einsum("no,nob->nb", w, _sel(t.R, idx)).astype(dtype)
     return (L.T @ S).astype(np.float64)
 
 
-def projections(
-    t: Term, P: np.ndarray, dtype: np.dtype
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(L P[rows_L], R P[rows_R])``: the diagonal of ``Pᵀ A_{n,o} P`` is
-    their product, ``(m, k)`` times ``(V, k)`` or ``(m, V, k)``."""
-    left = (t.L @ P[t.rows_L].astype(dtype)).astype(np.float64)
-    if t.shared:
-        return left, t.R @ P[t.rows_R]
-    return left, (t.R @ P[t.rows_R].astype(dtype)).astype(np.float64)
-
-
 def diagonals(
-    terms: Sequence[Term], P: np.ndarray, dtype: np.dtype, idx=None
+    terms: Sequence[Term],
+    P: np.ndarray,
+    dtype: np.dtype,
+    nV: int,
+    idx: np.ndarray | None = None,
 ) -> np.ndarray:
     """``lam[n, o, k] = p_kᵀ A_{n,o} p_k`` (for the inputs ``idx``)."""
-    out = 0.0
+    n = terms[0].L.shape[0] if idx is None else idx.size
+    out = np.zeros((n, nV, P.shape[1]))
     for t in terms:
         left = (_sel(t.L, idx) @ P[t.rows_L].astype(dtype)).astype(np.float64)
         if t.shared:
-            out = out + np.einsum("nk,ok->nok", left, t.R @ P[t.rows_R])
+            right = t.R @ P[t.rows_R]
+            out[:, cols(t)] += np.einsum("nk,ok->nok", left, right)
         else:
             right = _sel(t.R, idx) @ P[t.rows_R].astype(dtype)
-            out = out + left[:, None, :] * right
-    return np.asarray(out, dtype=np.float64)
+            out[:, cols(t)] += left[:, None, :] * right
+    return out
 
 
 def chunks(m: int, per_input: int) -> list[np.ndarray]:
@@ -203,7 +235,7 @@ def _dots(
     return np.einsum(spec, A[..., i], B[..., j])
 
 
-def frobenius2_chunk(terms: Sequence[Term], idx: np.ndarray) -> float:
+def frobenius2_chunk(terms: Sequence[Term], idx: np.ndarray, nV: int) -> float:
     """``sum_{n in idx, o} ||A_{n,o}||_F^2`` from the factors (any terms).
 
     ``||sum_r sym(u_r v_rᵀ)||^2 = 1/2 sum_{r,s} [(u_r.u_s)(v_r.v_s) +
@@ -211,9 +243,9 @@ def frobenius2_chunk(terms: Sequence[Term], idx: np.ndarray) -> float:
     """
     Ls = [t.L[idx].astype(np.float64) for t in terms]
     Rs = [
-        np.broadcast_to(t.R, (idx.size,) + t.R.shape)
+        np.broadcast_to(full_R(t, nV), (idx.size, nV, t.R.shape[-1]))
         if t.shared
-        else t.R[idx].astype(np.float64)
+        else full_R(t, nV, idx)
         for t in terms
     ]
     total = 0.0
@@ -230,22 +262,23 @@ def frobenius2_chunk(terms: Sequence[Term], idx: np.ndarray) -> float:
     return total
 
 
-def frobenius2_shared(terms: Sequence[Term], gram) -> float:
+def frobenius2_shared(terms: Sequence[Term], gram, nV: int) -> float:
     """:func:`frobenius2_chunk` over all inputs for shared ``R``, from the
     Gram matrices ``gram(r, s) = L_rᵀ L_s`` (no pass over the inputs once
     they are cached)."""
+    Rs = [full_R(t, nV) for t in terms]
     total = 0.0
     for r, t1 in enumerate(terms):
         for s, t2 in enumerate(terms):
             _, i1, i2 = np.intersect1d(
                 t1.rows_L, t2.rows_L, return_indices=True
             )
-            vv = _dots(t1.R, t1.rows_R, t2.R, t2.rows_R, "oa,oa->")
+            vv = _dots(Rs[r], t1.rows_R, Rs[s], t2.rows_R, "oa,oa->")
             if i1.size and np.ndim(vv) == 0 and vv:
                 uu = float(np.trace(gram(r, s)[np.ix_(i1, i2)]))
                 total += 0.5 * uu * float(vv)
-            uv = _dots(t1.L, t1.rows_L, t2.R, t2.rows_R, "na,oa->no")
-            vu = _dots(t2.L, t2.rows_L, t1.R, t1.rows_R, "na,oa->no")
+            uv = _dots(t1.L, t1.rows_L, Rs[s], t2.rows_R, "na,oa->no")
+            vu = _dots(t2.L, t2.rows_L, Rs[r], t1.rows_R, "na,oa->no")
             if np.ndim(uv) and np.ndim(vu):
                 total += 0.5 * float(np.sum(uv * vu))
     return total
