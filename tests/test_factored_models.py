@@ -201,6 +201,8 @@ def test_factored_twin_errors_name_the_argument():
         nl.expand_dataset(
             module, [(np.zeros(3), np.ones((3, 2))), (np.zeros(3), np.ones(3))]
         )
+    with pytest.raises(ValueError, match="p = 5 does not match"):
+        nl.expand_dataset(module, _pairs("p"), p=5)
     with pytest.raises(ValueError, match=r"xs\[0\].*NaN"):
         nl.expand_dataset(
             mm.moe_module(3, mm.linear_expert(3)),

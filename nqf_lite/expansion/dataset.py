@@ -364,8 +364,14 @@ def expand_dataset(
         if factored is False:
             return f.twin(list(xs))
         return factored_twin(f, xs, dtype, dev)
-    if isinstance(f, SymmetricModule) and p is None:
-        p = f.p
+    if isinstance(f, SymmetricModule):
+        if p is None:
+            p = f.p
+        elif integer("p", p) != f.p:
+            raise ValueError(
+                f"p = {p} does not match the module's layout, which holds "
+                f"p = {f.p} parameters a neuron; leave p out"
+            )
     fn, p, d, module = unit_function(f, p, d, units)
     max_bytes = integer("max_bytes", max_bytes)
     if factored not in (None, True, False):
