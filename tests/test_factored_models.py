@@ -194,6 +194,10 @@ def test_factored_twin_errors_name_the_argument():
         factored_twin(model, [])
     with pytest.raises(ValueError, match=r"xs\[1\]"):
         factored_twin(model, [np.zeros(3), np.zeros(4)])
+    with pytest.raises(ValueError, match="p does not apply"):
+        nl.expand_dataset(model, [np.zeros(3)], p=model.p + 1)
+    with pytest.raises(ValueError, match="units does not apply"):
+        nl.expand_dataset(model, [np.zeros(3)], units=[("w", 0)])
     module = mm.mha(3, 2, 2)
     with pytest.raises(TypeError, match=r"xs\[0\].*pair"):
         nl.expand_dataset(module, [np.zeros(3)], check=False)

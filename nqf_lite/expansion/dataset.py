@@ -361,6 +361,13 @@ def expand_dataset(
         raise ValueError("xs must hold at least one input")
     dev = as_device(device)
     if isinstance(f, Model):  # a registry model: its structure, stacked
+        extra = {"p": p, "d": d, "units": units}
+        given = [k for k, v in extra.items() if v is not None]
+        if given and not (given == ["p"] and integer("p", p) == f.p):
+            raise ValueError(
+                f"{given[0]} does not apply to a registry model (its p = "
+                f"{f.p} and its structure are its own); leave it out"
+            )
         if factored is False:
             return f.twin(list(xs))
         return factored_twin(f, xs, dtype, dev)
