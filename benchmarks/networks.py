@@ -307,6 +307,58 @@ def _f(x: float, nd: int = 2) -> str:
     return f"{x:.{nd}f}"
 
 
+def _span(rows: list, key: str, nd: int = 2) -> str:
+    """``lo-hi`` of ``key`` over ``rows`` (``lo`` alone when equal)."""
+    vals = [r[key] for r in rows if key in r]
+    if not vals:
+        return "n/a"
+    lo, hi = _f(min(vals), nd), _f(max(vals), nd)
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _met(rows: list, key: str, goal: float) -> str:
+    vals = [r[key] for r in rows if key in r]
+    if not vals:
+        return "not measured"
+    return "met" if max(vals) <= goal else f"NOT met (goal {goal:g})"
+
+
+def summary(results: dict) -> list[str]:
+    """The goals of issue 28 against the measurements, in CPU time (the
+    work done) and in wall time (under the load of the shared machine)."""
+    main = results["main"]
+    every = main + results["growth_width"] + results["growth_inputs"]
+    loads = [r["load_average"] for r in every if "load_average" in r]
+    ex, cl, fc = (
+        "expand.expand",
+        "steps.train_closed_per_step",
+        "steps.forecast",
+    )
+    return [
+        "",
+        f"Summary ({len(main)} repeats of the main row, "
+        f"{results.get('threads', '?')} BLAS/torch thread(s), load average "
+        f"{_f(min(loads), 1)}-{_f(max(loads), 1)} while measuring):",
+        "",
+        f"- expansion of 60,000 inputs: {_span(main, ex + '_cpu_s')} s of "
+        f"CPU ({_span(main, ex + '_s')} s wall), peak "
+        f"{_span(main, 'expand.peak_mb', 0)} MB: goal <= 60 s "
+        f"{_met(main, ex + '_s', 60.0)}, <= 1 GB "
+        f"{_met(main, 'expand.peak_mb', 1024.0)};",
+        f"- one closed step in `train_closed`: {_span(main, cl + '_cpu_s')} "
+        f"s of CPU ({_span(main, cl + '_s')} s wall): goal <= 1 s "
+        f"{_met(main, cl + '_cpu_s', 1.0)} in CPU time;",
+        f"- one forecast (`predict_learning`): {_span(main, fc + '_cpu_s')} s "
+        f"of CPU ({_span(main, fc + '_s')} s wall): goal <= 1 s "
+        f"{_met(main, fc + '_cpu_s', 1.0)} in CPU time;",
+        f"- torch SGD step on the network: {_span(main, 'sgd.sgd_step_cpu_s')}"
+        f" s of CPU; `vmap(hessian)` baseline "
+        f"{_span(main, 'hessian.per_input_cpu_s')} s of CPU an input "
+        f"({_span(main, 'hessian.extrapolated_60000_h', 0)} h of wall time "
+        "for 60,000 inputs at the measured rate).",
+    ]
+
+
 def render(results: dict) -> list[str]:
     """Markdown of :func:`main`'s results (read by ``benchmarks/run.py`` into
     ``RESULTS.md``)."""
@@ -398,7 +450,7 @@ def render(results: dict) -> list[str]:
                 f"| {_f(g('steps.forecast_s'))} "
                 f"({_f(g('steps.forecast_cpu_s', float('nan')))}) |"
             )
-    return out
+    return out + summary(results)
 
 
 if __name__ == "__main__":
