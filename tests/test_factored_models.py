@@ -158,6 +158,10 @@ def test_attention_heads_factored_equal_dense(name):
     fa = nl.expand_dataset(module, xs)
     de = nl.expand_dataset(module, xs, factored=False)
     _case(fa, de, name)
+    # f0 is f(0) at the expansion's width (d heads of qk: d c.x̄)
+    a = nl.expand_dataset(module, xs, d=3)
+    b = nl.expand_dataset(module, xs, d=3, factored=False)
+    np.testing.assert_allclose(a.f0, b.f0, atol=ATOL)
 
 
 def test_mha_acts_on_the_token_average_alone():
