@@ -330,3 +330,52 @@ def test_the_term_contract_names_what_is_wrong():
         FactoredNQF([Term(L, [0], R, [2])], p=2)
     with pytest.raises(TypeError, match="terms must be a sequence"):
         FactoredNQF(Term(L, [0], R, [1]), p=2)
+
+
+@pytest.mark.parametrize("kinds", ["all", "shared R only"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_terms_of_every_kind_together_equal_their_dense_form(dtype, kinds):
+    """Shared, per-input and one-output terms in one model, overlapping
+    rows: every method against ``dense()`` (with shared ``R`` only, the
+    forecast's sums come from the Gram matrices of the inputs)."""
+    from nqf_lite.expansion.factored import Term
+
+    g = rng("t", "kinds")
+    m, V = 7, 2
+    terms = [
+        Term(
+            g.standard_normal((m, 2)),
+            [0, 1],
+            g.standard_normal((V, 2)),
+            [2, 3],
+        ),
+        Term(  # its L meets the first term's R, its R the first's L
+            g.standard_normal((m, 2)),
+            [2, 4],
+            g.standard_normal((1, 1)),
+            [0],
+            1,
+        ),
+        Term(
+            g.standard_normal((m, 1)),
+            [3],
+            g.standard_normal((m, 1, 2)),
+            [1, 3],
+            0,
+        ),
+        Term(
+            g.standard_normal((m, 3)),
+            [0, 2, 4],
+            g.standard_normal((m, V, 1)),
+            [4],
+        ),
+    ]
+    if kinds != "all":
+        terms = terms[:2]
+    fa = FactoredNQF(terms, 5, V, g=g.standard_normal((V, 5)), dtype=dtype)
+    assert fa._shared == (kinds != "all")
+    if dtype == np.float32:  # float32 factors: the same model to 1e-6
+        de = FactoredNQF(terms, 5, V, g=fa._g_out).dense()
+        np.testing.assert_allclose(fa.A, de.A, atol=1e-6)
+        return
+    _case(fa, fa.dense(), f"kinds {kinds}", d=8)
