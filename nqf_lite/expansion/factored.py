@@ -29,7 +29,9 @@ works on it without forming a ``p × p`` matrix per input:
 
 A term may also carry one ``R`` per input and output, ``sym(L[n] ⊗ R[n,
 o])`` (mixtures of experts, query-key heads, a small ``A(x)`` factored by its
-eigenvectors); the arithmetic of one term is in
+eigenvectors), or belong to one output alone (``Term.output``: the vector
+linear expert, whose ``L`` and ``R`` are then shared by its outputs); the
+arithmetic of one term is in
 :mod:`nqf_lite.expansion.factored_terms`, the builders of the known
 structures in :mod:`nqf_lite.expansion.factored_models`.
 
