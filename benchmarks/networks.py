@@ -4,6 +4,7 @@ two baselines.
 Usage (from the repository root)::
 
     .venv/bin/python benchmarks/networks.py [--repeats 2] [--quick]
+        [--threads 1]
 
 The network is ``nn.Sequential(nn.Linear(784, 64), nn.Tanh(), nn.Linear(64,
 10))`` on ``m = 60,000`` synthetic inputs in ``[0, 1]^784`` (the size of
@@ -23,6 +24,12 @@ in a fresh Python process (its peak resident memory is that process's
   (float32);
 - growth with the width ``H`` and the number of inputs ``m``.
 
+Every measurement process runs with ``--threads`` BLAS and torch threads
+(``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` and
+``torch.set_num_threads``; default 1), so that its CPU time is the work done,
+not the threads spinning on a loaded machine; each row records the load
+average when it was measured.
+
 Not a test: the numbers depend on the machine and its load.
 """
 
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -193,12 +201,21 @@ PARTS = {
 }
 
 
+THREADS = 1
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def run(part: str, **kw) -> dict:
+    """``part`` in a fresh process with :data:`THREADS` BLAS and torch
+    threads; its results with the load average after it."""
     cmd = [sys.executable, __file__, "--part", part, "--kw", json.dumps(kw)]
+    env = dict(os.environ, **{v: str(THREADS) for v in _THREAD_VARS})
     out = subprocess.run(
-        cmd, capture_output=True, text=True, cwd=ROOT, check=True
+        cmd, capture_output=True, text=True, cwd=ROOT, check=True, env=env
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["load"] = os.getloadavg()[0]
+    return res
 
 
 def main() -> None:
@@ -209,12 +226,25 @@ def main() -> None:
     ap.add_argument(
         "--quick", action="store_true", help="skip the growth tables"
     )
+    ap.add_argument(
+        "--threads", type=int, default=1, help="BLAS and torch threads"
+    )
     args = ap.parse_args()
     if args.part:
         sys.path.insert(0, str(ROOT))
+        import torch
+
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
         print(json.dumps(PARTS[args.part](**json.loads(args.kw))))
         return
-    results: dict = {"main": [], "growth_width": [], "growth_inputs": []}
+    global THREADS
+    THREADS = args.threads
+    results: dict = {
+        "threads": THREADS,
+        "main": [],
+        "growth_width": [],
+        "growth_inputs": [],
+    }
     for r in range(args.repeats):
         row = {"repeat": r}
         row.update(
@@ -229,8 +259,6 @@ def main() -> None:
         row.update(
             {f"sgd.{k}": v for k, v in run("sgd", H=64, m=60000).items()}
         )
-        import os
-
         row["load_average"] = os.getloadavg()[0]
         results["main"].append(row)
         print(json.dumps(row), flush=True)
@@ -253,6 +281,7 @@ def main() -> None:
             g.update(
                 {f"sgd.{k}": v for k, v in run("sgd", H=H, m=60000).items()}
             )
+            g["load_average"] = os.getloadavg()[0]
             results["growth_width"].append(g)
             print(json.dumps(g), flush=True)
         for m in (6000, 20000, 60000):
@@ -263,6 +292,7 @@ def main() -> None:
             g.update(
                 {f"steps.{k}": v for k, v in run("steps", H=64, m=m).items()}
             )
+            g["load_average"] = os.getloadavg()[0]
             results["growth_inputs"].append(g)
             print(json.dumps(g), flush=True)
     (ROOT / "benchmarks" / "networks.json").write_text(
@@ -277,6 +307,58 @@ def _f(x: float, nd: int = 2) -> str:
     return f"{x:.{nd}f}"
 
 
+def _span(rows: list, key: str, nd: int = 2) -> str:
+    """``lo-hi`` of ``key`` over ``rows`` (``lo`` alone when equal)."""
+    vals = [r[key] for r in rows if key in r]
+    if not vals:
+        return "n/a"
+    lo, hi = _f(min(vals), nd), _f(max(vals), nd)
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _met(rows: list, key: str, goal: float) -> str:
+    vals = [r[key] for r in rows if key in r]
+    if not vals:
+        return "not measured"
+    return "met" if max(vals) <= goal else f"NOT met (goal {goal:g})"
+
+
+def summary(results: dict) -> list[str]:
+    """The goals of issue 28 against the measurements, in CPU time (the
+    work done) and in wall time (under the load of the shared machine)."""
+    main = results["main"]
+    every = main + results["growth_width"] + results["growth_inputs"]
+    loads = [r["load_average"] for r in every if "load_average" in r]
+    ex, cl, fc = (
+        "expand.expand",
+        "steps.train_closed_per_step",
+        "steps.forecast",
+    )
+    return [
+        "",
+        f"Summary ({len(main)} repeats of the main row, "
+        f"{results.get('threads', '?')} BLAS/torch thread(s), load average "
+        f"{_f(min(loads), 1)}-{_f(max(loads), 1)} while measuring):",
+        "",
+        f"- expansion of 60,000 inputs: {_span(main, ex + '_cpu_s')} s of "
+        f"CPU ({_span(main, ex + '_s')} s wall), peak "
+        f"{_span(main, 'expand.peak_mb', 0)} MB: goal <= 60 s "
+        f"{_met(main, ex + '_s', 60.0)}, <= 1 GB "
+        f"{_met(main, 'expand.peak_mb', 1024.0)};",
+        f"- one closed step in `train_closed`: {_span(main, cl + '_cpu_s')} "
+        f"s of CPU ({_span(main, cl + '_s')} s wall): goal <= 1 s "
+        f"{_met(main, cl + '_cpu_s', 1.0)} in CPU time;",
+        f"- one forecast (`predict_learning`): {_span(main, fc + '_cpu_s')} s "
+        f"of CPU ({_span(main, fc + '_s')} s wall): goal <= 1 s "
+        f"{_met(main, fc + '_cpu_s', 1.0)} in CPU time;",
+        f"- torch SGD step on the network: {_span(main, 'sgd.sgd_step_cpu_s')}"
+        f" s of CPU; `vmap(hessian)` baseline "
+        f"{_span(main, 'hessian.per_input_cpu_s')} s of CPU an input "
+        f"({_span(main, 'hessian.extrapolated_60000_h', 0)} h of wall time "
+        "for 60,000 inputs at the measured rate).",
+    ]
+
+
 def render(results: dict) -> list[str]:
     """Markdown of :func:`main`'s results (read by ``benchmarks/run.py`` into
     ``RESULTS.md``)."""
@@ -286,7 +368,9 @@ def render(results: dict) -> list[str]:
         "[0, 1]^784 with one-hot labels (`benchmarks/networks.py`; each "
         "measurement in a fresh process, "
         "wall time and the process's CPU time, peak resident memory including "
-        "torch). Goals: expansion "
+        "torch; "
+        f"{results.get('threads', 'unset')} BLAS/torch thread(s) per process, "
+        "set explicitly). Goals: expansion "
         "<= 60 s and <= 1 GB on 2 cores; one closed step and one forecast <= "
         "1 s.",
         "",
@@ -327,14 +411,15 @@ def render(results: dict) -> list[str]:
             "",
             "Growth with the hidden width H (m = 60,000):",
             "",
-            "| H | expand s (CPU) | peak MB | closed step s (CPU) | forecast "
-            "s (CPU) | torch SGD step s (CPU) |",
-            "|---|---|---|---|---|---|",
+            "| H | load avg | expand s (CPU) | peak MB | closed step s (CPU) "
+            "| forecast s (CPU) | torch SGD step s (CPU) |",
+            "|---|---|---|---|---|---|---|",
         ]
         for r in results["growth_width"]:
             g = r.get
             out.append(
-                f"| {r['H']} | {_f(g('expand.expand_s'))} "
+                f"| {r['H']} | {_f(g('load_average', nan), 1)} "
+                f"| {_f(g('expand.expand_s'))} "
                 f"({_f(g('expand.expand_cpu_s', float('nan')))}) "
                 f"| {g('expand.peak_mb'):.0f} "
                 f"| {_f(g('steps.train_closed_per_step_s'))} "
@@ -349,14 +434,15 @@ def render(results: dict) -> list[str]:
             "",
             "Growth with the number of inputs m (H = 64):",
             "",
-            "| m | expand s (CPU) | peak MB | coefficients MB | closed step s "
-            "(CPU) | forecast s (CPU) |",
-            "|---|---|---|---|---|---|",
+            "| m | load avg | expand s (CPU) | peak MB | coefficients MB "
+            "| closed step s (CPU) | forecast s (CPU) |",
+            "|---|---|---|---|---|---|---|",
         ]
         for r in results["growth_inputs"]:
             g = r.get
             out.append(
-                f"| {r['m']:,} | {_f(g('expand.expand_s'))} "
+                f"| {r['m']:,} | {_f(g('load_average', nan), 1)} "
+                f"| {_f(g('expand.expand_s'))} "
                 f"({_f(g('expand.expand_cpu_s', float('nan')))}) "
                 f"| {g('expand.peak_mb'):.0f} | {g('expand.nqf_mb'):.0f} "
                 f"| {_f(g('steps.train_closed_per_step_s'))} "
@@ -364,7 +450,7 @@ def render(results: dict) -> list[str]:
                 f"| {_f(g('steps.forecast_s'))} "
                 f"({_f(g('steps.forecast_cpu_s', float('nan')))}) |"
             )
-    return out
+    return out + summary(results)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """The NQF of a data set: :func:`expand` at every input, stacked (Eq. 20).
 
-For ``nn.Sequential(Linear, act, Linear)`` the coefficients are known in closed
-form (Proposition 1) and kept factored
-(:class:`~nqf_lite.expansion.factored.FactoredNQF`); any other module is
-expanded input by input by autograd (Theorem 1), in chunks that fit a memory
-budget, with a progress bar over large data sets.
+For ``nn.Sequential(Linear, act, Linear)``, the mixtures of experts and
+attention heads of :mod:`nqf_lite.expansion.models` and every registry model
+the coefficients are known in closed form (Propositions 1-5) and kept factored
+(:class:`~nqf_lite.expansion.factored.FactoredNQF`, built by
+:mod:`nqf_lite.expansion.factored_models`); any other module is expanded input
+by input by autograd (Theorem 1), in chunks that fit a memory budget, with a
+progress bar over large data sets.
 
 - :func:`expand_dataset`: the :class:`~nqf_lite.NQF` of a data set.
 """
@@ -19,7 +21,14 @@ from torch import nn
 
 from nqf_lite._checks import check_device, finite_input, integer
 from nqf_lite.expansion.autograd import MAX_BYTES, expand_at, unit_function
-from nqf_lite.expansion.factored import FactoredNQF, Term
+from nqf_lite.expansion.factored_models import (
+    as_device,
+    factored_twin,
+    mlp_factored,
+    module_factored,
+    recognise,
+    slope_at_zero,
+)
 from nqf_lite.expansion.form import NQF
 from nqf_lite.expansion.taylor import Module, NotSmoothError, NotSymmetricError
 from nqf_lite.expansion.units import ModuleUnits
@@ -125,35 +134,12 @@ def _mlp_layers(
     return first, act, last
 
 
-def _activation_at_zero(act: nn.Module) -> tuple[float, float]:
-    """``phi(0)`` and ``phi'(0)`` of an elementwise activation;
-    ``NotSmoothError`` at a kink."""
-    z = torch.zeros((), dtype=torch.float64, requires_grad=True)
-    with torch.enable_grad():
-        value = act(z)
-        (slope,) = torch.autograd.grad(value, z)
-    h = 1e-4
-    with torch.no_grad():
-        right = (
-            float(act(torch.tensor(h, dtype=torch.float64)))
-            - float(value.detach())
-        ) / h
-        left = (
-            float(value.detach())
-            - float(act(torch.tensor(-h, dtype=torch.float64)))
-        ) / h
-    if abs(right - left) > 1e-2 * (1.0 + abs(float(slope))):
-        raise NotSmoothError(
-            f"the activation {type(act).__name__} has a kink at 0 "
-            f"(one-sided slopes {left:.3g} and {right:.3g}): "
-            "Theorem 1 needs a module that is three times differentiable at "
-            "W = 0"
-        )
-    return float(value.detach()), float(slope)
-
-
 def _mlp_factored(
-    units: ModuleUnits, xs: Sequence[Any], dtype: Any, progress: Any
+    units: ModuleUnits,
+    xs: Sequence[Any],
+    dtype: Any,
+    progress: Any,
+    device: torch.device | None = None,
 ) -> NQF | None:
     """Proposition 1 for ``Sequential(Linear, act, Linear)``: the factored NQF,
     in the memory of the inputs."""
@@ -217,35 +203,23 @@ def _mlp_factored(
                 X[i] = x
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"xs[{i}]: {exc}") from exc
-    phi0, slope = _activation_at_zero(act)
-    bias = first.bias is not None
-    Dp = D + int(bias)
-    L = (
-        np.concatenate([X, np.ones((m, 1), dtype=dtype)], axis=1)
-        if bias
-        else np.ascontiguousarray(X)
-    )
-    scalar = V == 1
-    g = np.zeros((V, units.p))
-    g[np.arange(V), Dp + np.arange(V)] = phi0
-    f0 = (
-        np.zeros(V)
+    phi0, slope = slope_at_zero(act, f"activation {type(act).__name__}")
+    out_bias = (
+        None
         if last.bias is None
         else last.bias.detach().to(torch.float64).cpu().numpy()
     )
-    term = Term(L, np.arange(Dp), slope * np.eye(V), Dp + np.arange(V))
-    out = FactoredNQF(
-        [term],
+    return mlp_factored(
+        X,
+        phi0,
+        slope,
         units.p,
-        None if scalar else V,
-        g=g,
-        f0=f0[0] if scalar else f0,
-        dtype=dtype,
+        V,
+        first.bias is not None,
+        out_bias,
+        dtype,
+        device,
     )
-    out._gram(
-        0, 0
-    )  # the one pass over the inputs that every forecast reads (p^2 numbers)
-    return out
 
 
 def _progress(iterable: Any, progress: Any, what: str) -> Any:
@@ -284,6 +258,7 @@ def expand_dataset(
     factored: bool | None = None,
     dtype: Any = np.float64,
     progress: bool | None = None,
+    device: Any = None,
 ) -> NQF:
     """The NQF of a data set: :func:`expand` at every input, stacked into an
     :class:`~nqf_lite.NQF`.
@@ -300,14 +275,33 @@ def expand_dataset(
     whole dense result is estimated before the first input, and refused when it
     exceeds ``max_bytes``.
 
+    The factored form is also picked, with ``factored=None``, for
+
+    - a module of :mod:`nqf_lite.expansion.models` built by
+      :func:`~nqf_lite.expansion.models.moe_module` (Proposition 5, Eq. 14:
+      ``A = (psi'(0)/2) sym2(x ⊗ ∇_Θ E(x; 0))``, rank 2 a output),
+      :func:`~nqf_lite.expansion.models.mha` (Proposition 2: the head acts on
+      the token average ``x̄``, the MLP's structure with ``x -> x̄``),
+      :func:`~nqf_lite.expansion.models.qk_head` or
+      :func:`~nqf_lite.expansion.models.logits_head` (Propositions 3-4); such
+      a module is recognised by the function it was built from, and ``p``
+      may be left out;
+    - a registry model, ``f = MODELS[name]`` (inputs as its ``structure``
+      takes them): ``mlp``, ``cnn``, ``moe``, ``mha``, ``qk`` and ``logits``
+      from their known form, the others from the eigenvectors of each small
+      ``A(x)`` (see :func:`~nqf_lite.expansion.factored_models.factored_twin`);
+      ``factored=False`` gives ``f.twin(xs)``.
+
     The symmetry and smoothness checks run on the first input only (for the
     factored MLP the structure is symmetric by construction and the activation
-    is checked).
+    is checked; a recognised module of :mod:`nqf_lite.expansion.models` is
+    checked by autograd on its first input, a registry model not at all: its
+    structure is the paper's).
 
     Parameters
     ----------
-    f : torch.nn.Module, ModuleUnits, or callable ``f(W, x) -> tensor``
-        The module (see :func:`expand`).
+    f : torch.nn.Module, ModuleUnits, registry model, or callable ``f(W, x)``
+        The module (see :func:`expand`), or a registry model.
     xs : sequence, array, tensor or iterable of batches
         The ``m`` inputs: a list, an array or tensor whose first axis runs over
         them, or an iterable of batches such as a
@@ -335,6 +329,14 @@ def expand_dataset(
         A tqdm progress bar over the inputs.  By default shown from
         ``PROGRESS_MIN`` inputs, except when the environment sets
         ``NQF_PROGRESS=0`` or ``NQF_CLAIMS_DIR`` (the book build).
+    device : str or torch.device, optional
+        Where the data-set-scale arithmetic of a factored form runs (the
+        inputs' Gram matrix that every forecast reads for the MLP, the token
+        statistics of attention), e.g. ``"cuda"`` when there is a GPU; the
+        factors come back as numpy arrays and every result compared is
+        float64.  A name torch does not know, or a device this machine does
+        not have, is a ``ValueError`` naming ``device``.  The dense
+        (autograd) path runs on the CPU and refuses another device.
 
     Returns
     -------
@@ -352,9 +354,31 @@ def expand_dataset(
         When the dense coefficients of the data set would exceed ``max_bytes``:
         the message gives the bytes needed, the budget and how to raise it.
     """
+    from nqf_lite.expansion.models import Model, SymmetricModule
+
     xs = _rows(xs)
     if len(xs) == 0:
         raise ValueError("xs must hold at least one input")
+    dev = as_device(device)
+    if isinstance(f, Model):  # a registry model: its structure, stacked
+        extra = {"p": p, "d": d, "units": units}
+        given = [k for k, v in extra.items() if v is not None]
+        if given and not (given == ["p"] and integer("p", p) == f.p):
+            raise ValueError(
+                f"{given[0]} does not apply to a registry model (its p = "
+                f"{f.p} and its structure are its own); leave it out"
+            )
+        if factored is False:
+            return f.twin(list(xs))
+        return factored_twin(f, xs, dtype, dev)
+    if isinstance(f, SymmetricModule):
+        if p is None:
+            p = f.p
+        elif integer("p", p) != f.p:
+            raise ValueError(
+                f"p = {p} does not match the module's layout, which holds "
+                f"p = {f.p} parameters a neuron; leave p out"
+            )
     fn, p, d, module = unit_function(f, p, d, units)
     max_bytes = integer("max_bytes", max_bytes)
     if factored not in (None, True, False):
@@ -371,15 +395,28 @@ def expand_dataset(
             f"progress must be None, True or False, got {progress!r}"
         )
     if factored is not False and module:
-        out = _mlp_factored(fn, xs, dtype, progress)  # type: ignore[arg-type]
+        out = _mlp_factored(fn, xs, dtype, progress, dev)  # type: ignore
         if out is not None:
             return out
+    if factored is not False and recognise(fn) is not None:
+        if check:  # Theorem 1's conditions, on the first input
+            expand_at(
+                fn, finite_input("x", xs[0]), p, d, True, 0, max_bytes, False
+            )
+        return module_factored(fn, xs, d, dtype, dev)  # type: ignore
     if factored:
         raise ValueError(
             "factored=True: no factored form is known for this module; the "
             "factored path covers "
             "nn.Sequential(Linear, smooth elementwise activation, Linear) "
-            "with its hidden units"
+            "with its hidden units, the modules of nqf_lite.expansion.models "
+            "built by moe_module, mha, qk_head and logits_head, and the "
+            "registry models (MODELS[name])"
+        )
+    if dev is not None and dev.type != "cpu":
+        raise ValueError(
+            f"device={device!r}: the dense (autograd) expansion runs on the "
+            "CPU; device applies to the factored forms (see factored)"
         )
     m = len(xs)
     exps = []

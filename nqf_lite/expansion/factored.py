@@ -27,6 +27,14 @@ works on it without forming a ``p × p`` matrix per input:
 - ``H = sum 2 l' A = X + Xᵀ`` with ``X[rows_L, rows_R] = sum_r L_rᵀ l' R_r``;
 - ``v = sum_{n,o} l'_{n,o} g_o``.
 
+A term may also carry one ``R`` per input and output, ``sym(L[n] ⊗ R[n,
+o])`` (mixtures of experts, query-key heads, a small ``A(x)`` factored by its
+eigenvectors), or belong to one output alone (``Term.output``: the vector
+linear expert, whose ``L`` and ``R`` are then shared by its outputs); the
+arithmetic of one term is in
+:mod:`nqf_lite.expansion.factored_terms`, the builders of the known
+structures in :mod:`nqf_lite.expansion.factored_models`.
+
 ``A``, ``g`` and ``B`` are still available as dense arrays (built on access,
 refused above a memory budget).
 """
@@ -34,12 +42,13 @@ refused above a memory budget).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from nqf_lite._checks import as_array, integer
+from nqf_lite.expansion import factored_terms as ft
+from nqf_lite.expansion.factored_terms import Term
 from nqf_lite.expansion.form import NQF
 
 __all__ = ["DENSE_MAX_BYTES", "FactoredNQF", "Term"]
@@ -48,87 +57,11 @@ __all__ = ["DENSE_MAX_BYTES", "FactoredNQF", "Term"]
 DENSE_MAX_BYTES = 2 * 2**30
 
 
-@dataclass(frozen=True)
-class Term:
-    """One term ``sym(L[n] ⊗ R[o])`` of the structure matrices.
-
-    Attributes
-    ----------
-    L : ndarray, shape (m, a)
-        One vector per input.
-    rows_L : ndarray of int, shape (a,)
-        The rows of ``R^p`` that ``L[n]`` fills.
-    R : ndarray, shape (V, b)
-        One vector per output (``V = 1`` for a scalar output).
-    rows_R : ndarray of int, shape (b,)
-        The rows that ``R[o]`` fills.
-    """
-
-    L: np.ndarray
-    rows_L: np.ndarray
-    R: np.ndarray
-    rows_R: np.ndarray
-
-
-def _checked_terms(
-    terms: Sequence[Term], p: int, V: int | None, dtype: np.dtype
-) -> tuple[tuple[Term, ...], int]:
-    """The contract of :class:`FactoredNQF`'s terms, checked once: the terms
-    with contiguous factors (``L`` in ``dtype``) and the number of inputs
-    ``m``."""
-    if not terms:
-        raise ValueError("terms must hold at least one Term")
-    nV = 1 if V is None else V
-    checked = []
-    m = None
-    for i, t in enumerate(terms):
-        if not isinstance(t, Term):
-            raise TypeError(
-                f"terms[{i}] must be a Term, got {type(t).__name__}"
-            )
-        L = np.ascontiguousarray(t.L, dtype=dtype)
-        R = np.ascontiguousarray(t.R, dtype=np.float64)
-        rL = np.asarray(t.rows_L, dtype=np.intp)
-        rR = np.asarray(t.rows_R, dtype=np.intp)
-        if (
-            L.ndim != 2
-            or L.shape[1] != rL.size
-            or R.ndim != 2
-            or R.shape != (nV, rR.size)
-        ):
-            raise ValueError(
-                f"terms[{i}]: L must be (m, len(rows_L)) and R (V={nV}, "
-                "len(rows_R)), got "
-                f"{L.shape}, {R.shape}"
-            )
-        for name, rows in (("rows_L", rL), ("rows_R", rR)):
-            if rows.size and (
-                rows.min() < 0
-                or rows.max() >= p
-                or np.unique(rows).size != rows.size
-            ):
-                raise ValueError(
-                    f"terms[{i}].{name} must be distinct rows in [0, p = {p})"
-                )
-        if m is None:
-            m = L.shape[0]
-        elif L.shape[0] != m:
-            raise ValueError(
-                f"terms[{i}]: L has {L.shape[0]} inputs, the first term {m}"
-            )
-        if not (np.isfinite(L).all() and np.isfinite(R).all()):
-            raise ValueError(f"terms[{i}]: L and R must be finite")
-        checked.append(Term(L, rL, R, rR))
-    if m == 0:
-        raise ValueError("the data set must hold at least one input")
-    return tuple(checked), int(m)
-
-
 class FactoredNQF(NQF):
     """An :class:`~nqf_lite.NQF` whose structure matrices are kept factored.
 
-    ``A_{n,o} = sum_r sym(L_r[n] ⊗ R_r[o])``, ``g_{n,o} = g_out[o]`` (shared
-    over inputs), ``B = 0``, ``f0_{n,o} = f0[n, o]``.
+    ``A_{n,o} = sum_r sym(L_r[n] ⊗ R_r[o])`` (or ``R_r[n, o]``), ``g_{n,o} =
+    g_out[o]`` (shared over inputs), ``B = 0``, ``f0_{n,o} = f0[n, o]``.
 
     Parameters
     ----------
@@ -137,7 +70,7 @@ class FactoredNQF(NQF):
         Parameters per unit.
     V : int or None
         Number of outputs; ``None`` for a scalar output (every ``R`` then has
-        one row).
+        one row per input, or one row).
     g : array, shape (V, p) or (p,), optional
         The linear coefficients, the same for every input.
     f0 : array, shape (V,), (m, V), (m,) or (), optional
@@ -165,18 +98,17 @@ class FactoredNQF(NQF):
         if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise TypeError(f"dtype must be float32 or float64, got {dtype}")
         self.dtype = dtype
-        self.terms, self.m = _checked_terms(terms, self.p, self.V, dtype)
-        nV = 1 if self.V is None else self.V
+        self.terms, self.m = ft.checked_terms(terms, self.p, self.V, dtype)
+        self._nV = 1 if self.V is None else self.V
         lead = (self.m,) if self.V is None else (self.m, self.V)
         self._lead = lead
-        g_out = np.zeros((nV, self.p)) if g is None else as_array("g", g)
+        g_out = np.zeros((self._nV, self.p)) if g is None else as_array("g", g)
         if g_out.shape == (self.p,):
             g_out = g_out[None, :]
-        if g_out.shape != (nV, self.p):
+        if g_out.shape != (self._nV, self.p):
             raise ValueError(
-                f"g must have shape ({nV}, {self.p}) (one row per output, "
-                "shared over inputs), "
-                f"got {g_out.shape}"
+                f"g must have shape ({self._nV}, {self.p}) (one row per "
+                f"output, shared over inputs), got {g_out.shape}"
             )
         self._g_out = g_out
         f0 = np.zeros(()) if f0 is None else as_array("f0", f0)
@@ -190,10 +122,11 @@ class FactoredNQF(NQF):
             ) from None
         self._zgz = not np.any(g_out)
         self._eye = np.eye(self.p)
+        self._shared = all(t.shared for t in self.terms)
 
     # ----------------------------------------------------------- dense views
     def _dense_guard(self, what: str, per: int) -> None:
-        need = 8 * self.m * (1 if self.V is None else self.V) * per
+        need = 8 * self.m * self._nV * per
         if need > DENSE_MAX_BYTES:
             raise MemoryError(
                 f"the dense {what} of this factored NQF would need "
@@ -208,11 +141,9 @@ class FactoredNQF(NQF):
         """The dense structure matrices, shape (m, p, p) or (m, V, p, p), built
         on access."""
         self._dense_guard("A", self.p * self.p)
-        nV = 1 if self.V is None else self.V
-        X = np.zeros((self.m, nV, self.p, self.p))
+        X = np.zeros((self.m, self._nV, self.p, self.p))
         for t in self.terms:
-            outer = np.einsum("na,ob->noab", t.L.astype(np.float64), t.R)
-            X[:, :, t.rows_L[:, None], t.rows_R[None, :]] += outer
+            ft.dense_into(X, t)
         A = 0.5 * (X + np.swapaxes(X, -1, -2))
         return A[:, 0] if self.V is None else A
 
@@ -243,80 +174,58 @@ class FactoredNQF(NQF):
     @property
     def nbytes(self) -> int:
         """Bytes held by the factors and offsets."""
-        return (
-            sum(t.L.nbytes + t.R.nbytes for t in self.terms)
-            + self.f0.nbytes
-            + self._g_out.nbytes
-        )
+        seen = {  # arrays shared by several terms count once
+            (a.__array_interface__["data"][0], a.nbytes)
+            for t in self.terms
+            for a in (t.L, t.R)
+        }
+        return sum(n for _, n in seen) + self.f0.nbytes + self._g_out.nbytes
 
     # ------------------------------------------------------- the arithmetic
     def _f(
         self, M: np.ndarray, mu: np.ndarray, idx: np.ndarray | None
     ) -> np.ndarray:
-        nV = 1 if self.V is None else self.V
         rows = self.m if idx is None else idx.size
-        out = np.zeros((rows, nV))
+        out = np.zeros((rows, self._nV))
         for t in self.terms:
-            L = t.L if idx is None else t.L[idx]
-            block = (M[np.ix_(t.rows_L, t.rows_R)] @ t.R.T).astype(
-                self.dtype
-            )  # (a, V)
-            out += L @ block
+            out[:, ft.cols(t)] += ft.value(t, M, idx, self.dtype)
         if not self._zgz:
             out += self._g_out @ mu
         out = out[:, 0] if self.V is None else out
         return out + (self.f0 if idx is None else self.f0[idx])
 
+    def _block_sum(
+        self, w: np.ndarray, idx: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``X`` with ``X[rows_L, rows_R] = sum_r sum_{n,o} w L_r R_rᵀ``, so
+        that ``sum_{n,o} w_{n,o} A_{n,o} = (X + Xᵀ)/2``."""
+        w = np.asarray(w, dtype=np.float64).reshape(-1, self._nV)
+        X = np.zeros((self.p, self.p))
+        for t in self.terms:
+            X[np.ix_(t.rows_L, t.rows_R)] += ft.block(t, w, idx, self.dtype)
+        return X
+
     def _grad(
         self, lp: np.ndarray, mu: np.ndarray, idx: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
-        nV = 1 if self.V is None else self.V
-        lp = lp.reshape(-1, nV)
-        X = np.zeros((self.p, self.p))
-        for t in self.terms:
-            L = t.L if idx is None else t.L[idx]
-            K = (L.T @ lp.astype(self.dtype)).astype(
-                np.float64
-            ) @ t.R  # (a, b)
-            X[np.ix_(t.rows_L, t.rows_R)] += K
+        X = self._block_sum(lp, idx)
         H = X + X.T
         if self._zgz:
             return np.zeros(self.p), H
-        return lp.sum(axis=0) @ self._g_out, H
+        return lp.reshape(-1, self._nV).sum(axis=0) @ self._g_out, H
 
     # ------------------------------------------------ helpers of the forecast
     def _weighted_sum(self, T: np.ndarray) -> np.ndarray:
         """``sum_{n,o} T_{n,o} A_{n,o}`` (p, p) for weights ``T`` of the shape
         of the labels."""
-        nV = 1 if self.V is None else self.V
-        T = np.asarray(T, dtype=np.float64).reshape(self.m, nV)
-        X = np.zeros((self.p, self.p))
-        for t in self.terms:
-            X[np.ix_(t.rows_L, t.rows_R)] += (
-                t.L.T @ T.astype(self.dtype)
-            ).astype(np.float64) @ t.R
+        X = self._block_sum(np.asarray(T).reshape(self.m, self._nV))
         return 0.5 * (X + X.T)
-
-    def _projections(
-        self, P: np.ndarray
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per term, ``(L P[rows_L], R P[rows_R])``: the diagonal of ``Pᵀ
-        A_{n,o} P`` is their product."""
-        return [
-            (
-                (t.L @ P[t.rows_L].astype(self.dtype)).astype(np.float64),
-                t.R @ P[t.rows_R],
-            )
-            for t in self.terms
-        ]
 
     def _diagonals(self, P: np.ndarray) -> np.ndarray:
         """``lam[n, o, k] = p_kᵀ A_{n,o} p_k`` (memory m V p: small data sets
         only)."""
         self._dense_guard("diagonals", P.shape[1])
-        out = 0.0
-        for a, b in self._projections(P):
-            out = out + np.einsum("nk,ok->nok", a, b)
+        out = ft.diagonals(self.terms, P, self.dtype, self._nV)
         return out[:, 0] if self.V is None else out
 
     def _gram(self, r: int, s: int) -> np.ndarray:
@@ -333,70 +242,53 @@ class FactoredNQF(NQF):
         """``sum_{n,o} lam_{n,o,k} lam_{n,o,j}`` (p, p) without forming
         ``lam``.
 
-        ``lam_{n,o,k} = sum_r (L_r[n] . P[rows_L]_k) (R_r[o] . P[rows_R]_k)``,
-        so the sum over ``(n, o)`` is ``sum_{r,s} (P_Lrᵀ L_rᵀ L_s P_Ls) ∘
-        (P_Rrᵀ R_rᵀ R_s P_Rs)`` (Hadamard product).
+        With shared ``R``, ``lam_{n,o,k} = sum_r (L_r[n] . P[rows_L]_k)
+        (R_r[o] . P[rows_R]_k)``, so the sum over ``(n, o)`` is ``sum_{r,s}
+        (P_Lrᵀ L_rᵀ L_s P_Ls) ∘ (P_Rrᵀ R_rᵀ R_s P_Rs)`` (Hadamard product);
+        otherwise ``lam`` is built a chunk of inputs at a time.
         """
-        G = np.zeros((P.shape[1], P.shape[1]))
+        k = P.shape[1]
+        G = np.zeros((k, k))
+        if not self._shared:
+            for idx in ft.chunks(self.m, self._nV * k):
+                lam = ft.diagonals(self.terms, P, self.dtype, self._nV, idx)
+                lam = lam.reshape(-1, k)
+                G += lam.T @ lam
+            return G
         for r, t1 in enumerate(self.terms):
             for s, t2 in enumerate(self.terms):
                 left = P[t1.rows_L].T @ self._gram(r, s) @ P[t2.rows_L]
-                right = (t1.R @ P[t1.rows_R]).T @ (t2.R @ P[t2.rows_R])
+                R1, R2 = ft.full_R(t1, self._nV), ft.full_R(t2, self._nV)
+                right = (R1 @ P[t1.rows_R]).T @ (R2 @ P[t2.rows_R])
                 G += left * right
         return G
 
     def _frobenius2(self) -> float:
-        """``sum_{n,o} ||A_{n,o}||_F^2`` from the factors (Gram matrices of the
-        terms)."""
-        total = 0.0
-        for r, t1 in enumerate(self.terms):
-            for s, t2 in enumerate(self.terms):
-                # ||sum_r sym(u_r v_r^T)||^2 = 1/2 sum_{r,s}
-                # [(u_r.u_s)(v_r.v_s) + (u_r.v_s)(v_r.u_s)]
-                cl, i1, i2 = np.intersect1d(
-                    t1.rows_L, t2.rows_L, return_indices=True
-                )
-                cr, j1, j2 = np.intersect1d(
-                    t1.rows_R, t2.rows_R, return_indices=True
-                )
-                if cl.size and cr.size:
-                    uu = float(np.trace(self._gram(r, s)[np.ix_(i1, i2)]))
-                    vv = float(np.einsum("oa,oa->", t1.R[:, j1], t2.R[:, j2]))
-                    total += 0.5 * uu * vv
-                total += 0.5 * _cross_sum(t1, t2)
-        return total
+        """``sum_{n,o} ||A_{n,o}||_F^2`` from the factors, a chunk of inputs
+        at a time (from the cached Gram matrices with shared ``R``)."""
+        if self._shared:
+            return ft.frobenius2_shared(self.terms, self._gram, self._nV)
+        per = self._nV * sum(t.L.shape[1] + t.R.shape[-1] for t in self.terms)
+        return sum(
+            ft.frobenius2_chunk(self.terms, idx, self._nV)
+            for idx in ft.chunks(self.m, per)
+        )
 
     def _span_columns(self) -> np.ndarray:
         """Rows spanning ``span{g, Col A}`` (shape (N, p)), for
         :func:`nqf_lite.data_subspace`."""
         blocks = [self._g_out]
         for t in self.terms:
-            for F, rows in ((t.L, t.rows_L), (t.R, t.rows_R)):
-                E = np.zeros((F.shape[0], self.p))
-                E[:, rows] = F
-                blocks.append(E)
+            blocks += ft.span_rows(t, self.p)
         return np.concatenate(blocks, axis=0)
 
     def _scaled(self, factor: float) -> FactoredNQF:
         """The same model with ``A`` multiplied by ``factor`` (``g``, ``B``,
         ``f0`` kept)."""
         terms = [
-            Term(t.L, t.rows_L, t.R * factor, t.rows_R) for t in self.terms
+            Term(t.L, t.rows_L, t.R * factor, t.rows_R, t.output)
+            for t in self.terms
         ]
         return FactoredNQF(
             terms, self.p, self.V, g=self._g_out, f0=self.f0, dtype=self.dtype
         )
-
-
-def _cross_sum(t1: Term, t2: Term) -> float:
-    """``sum_{n,o} (u1.v2)(v1.u2)`` for ``u = L[n]``, ``v = R[o]`` embedded in
-    ``R^p`` (0 when the input rows of one term and the output rows of the other
-    do not overlap, as
-    in the MLP)."""
-    a_rows, a1, a2 = np.intersect1d(t1.rows_L, t2.rows_R, return_indices=True)
-    b_rows, b1, b2 = np.intersect1d(t1.rows_R, t2.rows_L, return_indices=True)
-    if a_rows.size == 0 or b_rows.size == 0:
-        return 0.0
-    a = t1.L[:, a1].astype(np.float64) @ t2.R[:, a2].T  # (m, V): u1[n].v2[o]
-    b = t2.L[:, b2].astype(np.float64) @ t1.R[:, b1].T  # (m, V): u2[n].v1[o]
-    return float(np.sum(a * b))
