@@ -34,7 +34,6 @@ back as numpy arrays.
 from __future__ import annotations
 
 import math
-import types
 from typing import Any, Sequence
 
 import numpy as np
@@ -233,35 +232,16 @@ def token_stats(
 
 
 # -------------------------------------------- modules of expansion.models
-def _inner(outer: Any) -> set:
-    return {
-        c for c in outer.__code__.co_consts if isinstance(c, types.CodeType)
-    }
-
-
-def _closure(fn: Any) -> dict[str, Any]:
-    cells = fn.__closure__ or ()
-    return dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in cells)))
-
-
 def recognise(module: Any) -> tuple[str, dict[str, Any]] | None:
-    """``(kind, closure)`` for a module built by ``moe_module``, ``mha``,
-    ``qk_head`` or ``logits_head``; ``None`` for anything else."""
-    from nqf_lite.expansion.models import attention, blocks, moe
+    """``(kind, parameters)`` of a module built by ``moe_module``, ``mha``,
+    ``qk_head`` or ``logits_head`` (the record its builder leaves in
+    :attr:`~nqf_lite.expansion.models.blocks.SymmetricModule.family`);
+    ``None`` for anything else."""
+    from nqf_lite.expansion.models.blocks import SymmetricModule
 
-    if not isinstance(module, blocks.SymmetricModule):
+    if not isinstance(module, SymmetricModule):
         return None
-    fn = getattr(module, "fn", None)
-    code = getattr(fn, "__code__", None)
-    for kind, outer in (
-        ("moe", moe.moe_module),
-        ("mha", attention.mha),
-        ("qk", attention.qk_head),
-        ("logits", attention.logits_head),
-    ):
-        if code in _inner(outer):
-            return kind, _closure(fn)
-    return None
+    return module.family
 
 
 def _expert_gradients(

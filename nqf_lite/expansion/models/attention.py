@@ -135,7 +135,8 @@ def mha(D: int, d_k: int, d_v: int, V: int | None = None) -> SymmetricModule:
             return (b["v"] * heads).sum()
         return torch.einsum("hov,hv->o", b["W_O"], heads)
 
-    return SymmetricModule(fn, layout, V, "attention")
+    family = ("mha", dict(D=D, d_k=d_k, layout=layout))
+    return SymmetricModule(fn, layout, V, "attention", family)
 
 
 def A_mha(
@@ -223,7 +224,8 @@ def qk_head(c: Any, d_k: int) -> SymmetricModule:
         ) / math.sqrt(d_k)
         return (torch.softmax(logits, dim=-1) @ (X.T @ c_t)).sum()
 
-    return SymmetricModule(fn, layout, None, "QK-only attention")
+    family = ("qk", dict(D=D, d_k=d_k, c_t=c_t))
+    return SymmetricModule(fn, layout, None, "QK-only attention", family)
 
 
 def A_qk(x: Any, X: Any, c: Any, d_k: int) -> np.ndarray:
@@ -262,7 +264,8 @@ def logits_head(c: Any, d_k: int) -> SymmetricModule:
         logits = X.T @ (b["k"].T @ (b["q"] @ x)) / math.sqrt(d_k)
         return torch.softmax(logits, dim=0) @ (X.T @ c_t)
 
-    return SymmetricModule(fn, layout, None, "attention logits")
+    family = ("logits", dict(D=D, d_k=d_k, c_t=c_t))
+    return SymmetricModule(fn, layout, None, "attention logits", family)
 
 
 def A_logits(x: Any, X: Any, c: Any, d_k: int) -> np.ndarray:

@@ -24,7 +24,7 @@ matrix entry ``[a, b]`` of an ``r x c`` block sits at offset ``a + r*b``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 import numpy as np
@@ -251,12 +251,20 @@ class SymmetricModule:
         Number of outputs (``None``: scalar output).
     name : str
         Short description for labels.
+    family : tuple of (str, dict) or None
+        The builder's kind (``"moe"``, ``"mha"``, ``"qk"``, ``"logits"``)
+        and the parameters it was built with, for the factored expansion
+        (:mod:`nqf_lite.expansion.factored_models`); ``None`` for any other
+        module.
     """
 
     fn: Callable[[torch.Tensor, Any], torch.Tensor]
     layout: Layout
     V: int | None
     name: str
+    family: tuple[str, dict[str, Any]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     @property
     def p(self) -> int:

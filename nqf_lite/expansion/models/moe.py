@@ -129,9 +129,9 @@ def moe_module(k: int, expert: Expert, gate: str = "tanh") -> SymmetricModule:
         gates = psi(b.pop("r") @ x)  # (d,)
         return gates @ expert.fn(b, x)
 
-    return SymmetricModule(
-        fn, layout, expert.V, f"MoE ({gate} gate, {expert.name})"
-    )
+    family = ("moe", dict(k=k, psi=psi, expert=expert, layout=layout))
+    name = f"MoE ({gate} gate, {expert.name})"
+    return SymmetricModule(fn, layout, expert.V, name, family)
 
 
 def A_moe(x: Any, dpsi0: float, G: Any) -> np.ndarray:
