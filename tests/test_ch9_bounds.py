@@ -185,3 +185,20 @@ def test_ratio_lower_is_the_geometric_mean_over_three_standard_errors(ch9):
     se = logs.std(ddof=1) / np.sqrt(logs.size)
     expected = np.exp(logs.mean() - 3 * se)
     assert ch9.ratio_lower(logs) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_bounds_are_set_on_their_own_seed_streams():
+    # Delta* and Delta*_att come from the calibration ensembles, never from
+    # a literal or from the streams of the runs they judge
+    cells = {
+        c.get("id"): "".join(c["source"])
+        for c in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    }
+    for cid, stream in (("ch9-16-cal", "mlp"), ("ch9-att-cal", "attention")):
+        assert f'"calibration", "{stream}"' in cells[cid]
+    assert "DELTA_STAR = bound_between(" in cells["ch9-16-cal"]
+    assert "DELTA_ATT[opt] = bound_between(" in cells["ch9-att-cal"]
+    code = "\n".join(
+        s for cid, s in cells.items() if cid not in ("ch9-16-cal",)
+    )
+    assert "DELTA_STAR =" not in code
