@@ -19,7 +19,10 @@
   data set, factored when the structure is known, chunked within a memory
   budget;
 - :mod:`~nqf_lite.expansion.factored`: the same coefficients kept in factored
-  form, for networks at data-set scale;
+  form, for networks at data-set scale, with the arithmetic of their terms in
+  :mod:`~nqf_lite.expansion.factored_terms` and the terms of mixtures of
+  experts, attention heads and registry models (Props. 2-5) in
+  :mod:`~nqf_lite.expansion.factored_models`;
 - :mod:`~nqf_lite.expansion.models`: one object per model of the paper, with
   its forward, its closed-form ``A(x)`` and its twin (the registry ``MODELS``).
 """
