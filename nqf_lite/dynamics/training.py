@@ -101,8 +101,8 @@ class TrainingRecord:
 def _recording(
     record: Any, every: Any, steps: int, allowed: tuple[str, ...], method: str
 ):
-    """Validate ``record`` and ``every``: ``(None, None)`` or ``(names,
-    recorded steps)``."""
+    """Validate ``record`` and ``every``: ``(None, None)`` or
+    ``(names, recorded steps)``."""
     every = integer("every", every)
     if record is None:
         if every != 1:

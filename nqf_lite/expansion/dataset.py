@@ -107,8 +107,8 @@ _ACTIVATIONS = (
 def _mlp_layers(
     units: ModuleUnits,
 ) -> tuple[nn.Linear, nn.Module, nn.Linear] | None:
-    """``(first, act, last)`` when the module is ``Sequential(Linear, act,
-    Linear)`` with its hidden units."""
+    """``(first, act, last)`` when the module is
+    ``Sequential(Linear, act, Linear)`` with its hidden units."""
     module = units.module
     if type(module) is not nn.Sequential or len(module) != 3:
         return None

@@ -2,9 +2,10 @@
 memory of its inputs.
 
 For many layers the structure matrices have low rank with factors shared over
-inputs and outputs.  Proposition 1: for a two-layer network ``f_o(x) = c_o +
-sum_i a_io phi(u_i . x + b_i)`` with unit ``w_i = (u_i, b_i, a_i)``, the Taylor
-coefficients at ``W = 0`` are (``x~ = (x, 1)`` with a bias, ``x`` without)
+inputs and outputs. Proposition 1: for a two-layer network
+``f_o(x) = c_o + sum_i a_io phi(u_i . x + b_i)`` with unit
+``w_i = (u_i, b_i, a_i)``, the Taylor coefficients at ``W = 0`` are
+(``x~ = (x, 1)`` with a bias, ``x`` without)
 
 .. math::
 
@@ -60,8 +61,9 @@ DENSE_MAX_BYTES = 2 * 2**30
 class FactoredNQF(NQF):
     """An :class:`~nqf_lite.NQF` whose structure matrices are kept factored.
 
-    ``A_{n,o} = sum_r sym(L_r[n] ⊗ R_r[o])`` (or ``R_r[n, o]``), ``g_{n,o} =
-    g_out[o]`` (shared over inputs), ``B = 0``, ``f0_{n,o} = f0[n, o]``.
+    ``A_{n,o} = sum_r sym(L_r[n] ⊗ R_r[o])`` (or ``R_r[n, o]``),
+    ``g_{n,o} = g_out[o]`` (shared over inputs), ``B = 0``,
+    ``f0_{n,o} = f0[n, o]``.
 
     Parameters
     ----------

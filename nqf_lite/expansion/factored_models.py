@@ -5,8 +5,8 @@ data set, built from the inputs (never a ``p × p`` matrix per input, except
 in the generic route for a registry model, whose ``p`` is small):
 
 - :func:`mlp_factored`: ``nn.Sequential(Linear, act, Linear)`` (Proposition
-  1): one term, ``L = x~`` (the input, with a 1 for the bias), ``R = phi'(0)
-  e_o`` shared over inputs;
+  1): one term, ``L = x~`` (the input, with a 1 for the bias),
+  ``R = phi'(0) e_o`` shared over inputs;
 - :func:`module_factored`: the modules of :mod:`nqf_lite.expansion.models`
   whose structure is known: a mixture of experts of
   :func:`~nqf_lite.expansion.models.moe_module` (Proposition 5, Eq. 14: ``L =

@@ -1,12 +1,12 @@
 """The terms of a factored NQF and their arithmetic, one term at a time.
 
-A :class:`Term` is ``sym(L[n] ⊗ R[o])`` (``R`` shared over the inputs) or
-``sym(L[n] ⊗ R[n, o])`` (``R`` per input and output), with the vectors
-embedded into rows ``rows_L``, ``rows_R`` of ``R^p`` and ``sym(u ⊗ v) = (u vᵀ
-+ v uᵀ)/2``.  The functions here give, per term, the pieces that
-:class:`~nqf_lite.expansion.factored.FactoredNQF` sums: ``Tr[M A]``, the
-block of ``sum l' A``, the diagonals of ``Pᵀ A P``, their Gram matrix and
-``sum ||A||_F^2``, never a ``p × p`` matrix per input.
+A :class:`Term` is ``sym(L[n] ⊗ R[o])``
+(``R`` shared over the inputs) or ``sym(L[n] ⊗ R[n, o])`` (``R`` per input and
+output), with the vectors embedded into rows ``rows_L``, ``rows_R`` of
+``R^p`` and ``sym(u ⊗ v) = (u vᵀ + v uᵀ)/2``. The functions here give, per
+term, the pieces that :class:`~nqf_lite.expansion.factored.FactoredNQF` sums:
+``Tr[M A]``, the block of ``sum l' A``, the diagonals of ``Pᵀ A P``, their Gram
+matrix and ``sum ||A||_F^2``, never a ``p × p`` matrix per input.
 
 A shared ``R`` (the MLP of Proposition 1, attention heads) keeps the data set
 in the memory of its inputs and lets one Gram matrix of the inputs serve
