@@ -14,10 +14,13 @@ import numpy as np
 
 __all__ = [
     "COLORS",
+    "THEORY_LINE",
     "TWIN_LINE",
     "figure_data",
     "loglog_fit_line",
     "plot_band",
+    "plot_quantiles",
+    "plot_runs",
     "plot_structure",
     "subplots",
     "use_style",
@@ -31,6 +34,11 @@ COLORS = {
     "accent": "#edae49",
     "muted": "#66a182",
 }
+
+#: a closed form or recursion drawn over its network (the NQF of Thm 1, the
+#: closed (M, mu) dynamics of Thm 2, the compressed twin of Thm 3): dashed,
+#: in the theory colour
+THEORY_LINE = {"color": COLORS["theory"], "ls": "--"}
 
 _STYLE = {
     "figure.dpi": 100,
@@ -383,3 +391,88 @@ def plot_band(
     line = dict(TWIN_LINE) if twin else {"color": band_color}
     line.update(kw)
     ax.plot(x, mid, label=label, **line)
+
+
+def _curves(x: Any, ys: Any) -> np.ndarray:
+    ys = np.asarray(ys, dtype=float)
+    if ys.ndim != 2 or ys.shape[1] != np.shape(x)[0]:
+        raise ValueError(
+            "ys must have shape (members, len(x)) = "
+            f"(E, {np.shape(x)[0]}), got {ys.shape}"
+        )
+    return ys
+
+
+def plot_quantiles(
+    ax: Any,
+    x: Any,
+    ys: Any,
+    q: tuple[float, float] = (0.1, 0.9),
+    color: str | None = None,
+    label: str | None = None,
+    fmt: str = "-",
+    alpha: float = 0.25,
+    **kw: Any,
+) -> None:
+    """Draw an ensemble of curves by its quantiles: the median as a line,
+    the band between the quantiles ``q``.
+
+    The book's error plots are ensembles over random inputs and weight
+    directions: the error of the quadratic form against the weight scale
+    (Thm 1, Eqs. 2-3; Props. 1-6), the drift between twins of the same
+    moments (Thm 2, App. B.3), the motion of the tangent kernel with the
+    width (Prop. 9).  A median and a quantile band are robust to the one
+    member whose error sits at rounding level.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    x : array_like, shape (T,)
+    ys : array_like, shape (E, T)
+        One curve per member.
+    q : (float, float)
+        Lower and upper quantile of the band, in ``[0, 1]``; ``(0, 1)`` is
+        the range.
+    color : str, optional
+        Colour of the line and the band (default: the module's colour).
+    label : str, optional
+    fmt : str
+        Matplotlib format of the median line (``"o-"``: with markers).
+    alpha : float
+        Opacity of the band.
+    **kw
+        Passed to the median line (e.g. ``ms``).
+    """
+    ys = _curves(x, ys)
+    lo, hi = float(q[0]), float(q[1])
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError(f"q must satisfy 0 <= q[0] <= q[1] <= 1, got {q}")
+    low, mid, high = np.quantile(ys, [lo, 0.5, hi], axis=0)
+    color = color or COLORS["module"]
+    ax.fill_between(x, low, high, color=color, alpha=alpha, lw=0)
+    ax.plot(x, mid, fmt, color=color, label=label, **kw)
+
+
+def plot_runs(
+    ax: Any, x: Any, ys: Any, label: str | None = None, **kw: Any
+) -> None:
+    """Draw every member of an ensemble as its own line; only the first
+    carries ``label`` (one legend entry for the ensemble).
+
+    For the runs whose individual curves the text discusses: the switch-on
+    of each initialisation (the forecast of Eq. 143), the error of each
+    compressed twin against its bound (Cor. 3).
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    x : array_like, shape (T,)
+    ys : array_like, shape (E, T)
+        One curve per member.
+    label : str, optional
+    **kw
+        Passed to every line (``color``, ``lw``, ``alpha``, ...).
+    """
+    ys = _curves(x, ys)
+    for i, y in enumerate(ys):
+        ax.plot(x, y, label=label if i == 0 else None, **kw)
