@@ -33,7 +33,7 @@ CELL_LINES = 60
 #: a ratchet on the chapters' code lines: 10,005 before the chapters were
 #: recast as experiments (cells of at most 60 lines, claims as tables), 9,110
 #: after; the goal is under 7,000. Lower it whenever the chapters shrink.
-BOOK_CODE_LINES = 9200
+BOOK_CODE_LINES = 8150
 
 
 def _ruff() -> str:
