@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from nqf_lite.design.corrections import out_of_order_probability
+from nqf_lite.design.corrections import order_tally, out_of_order_probability
 
 R, C, LR = np.array([1.0, 0.85]), np.array([1.0, 2.0]), 0.2
 
@@ -84,3 +84,41 @@ def test_bad_input(kwargs, err, match):
     args = dict(r=R, C=C, eps=1e-6, lr=LR, d=4, rng=0) | kwargs
     with pytest.raises(err, match=match):
         out_of_order_probability(**args)
+
+
+# --------------------------------------------------------------- order_tally
+def test_order_tally_counts_by_hand():
+    times = np.array(
+        [
+            [1.0, 2.0, 3.0],  # in order, own order the same
+            [1.0, 3.0, 2.0],  # out of order, as its own start says
+            [2.0, 1.0, 3.0],  # out of order, its own start says otherwise
+            [1.0, np.inf, 3.0],  # never switched on: out of every order
+        ]
+    )
+    own = np.array(
+        [[1.1, 2.1, 3.1], [1.0, 2.9, 2.1], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
+    )
+    tally = order_tally(times, own, 0.0, 0.01)
+    assert tally == (3, 0, 2)
+
+
+def test_order_tally_bound_is_the_binomial_quantile():
+    times = np.tile([1.0, 2.0], (1000, 1))
+    assert order_tally(times, times, 1e-3, 0.01).bound == 4  # ppf(.99)
+    assert order_tally(times, times, 0.0, 0.01).bound == 0
+    assert order_tally(times, times, 0.5, 0.5).bound == 500
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((np.ones(3), np.ones(3), 0.1, 0.1), "times must have shape"),
+        ((np.ones((2, 3)), np.ones((2, 2)), 0.1, 0.1), "own_times"),
+        ((np.ones((2, 3)), np.ones((2, 3)), 1.5, 0.1), "p_upper"),
+        ((np.ones((2, 3)), np.ones((2, 3)), 0.1, 0.0), "alpha"),
+    ],
+)
+def test_order_tally_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        order_tally(*args)

@@ -40,9 +40,11 @@ chance that the random start alone switches two modes on in the wrong order.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.special import digamma, polygamma
-from scipy.stats import beta
+from scipy.stats import beta, binom
 
 from nqf_lite._checks import (
     as_array,
@@ -64,6 +66,8 @@ __all__ = [
     "log_chi2_kurtosis",
     "log_chi2_mean",
     "log_chi2_sd",
+    "OrderTally",
+    "order_tally",
     "out_of_order_probability",
     "spread_ratio",
 ]
@@ -434,3 +438,61 @@ def out_of_order_probability(
         bad += int(np.count_nonzero((np.diff(t, axis=1) <= 0).any(axis=1)))
     upper = 1.0 if bad == n_draws else beta.ppf(level, bad + 1, n_draws - bad)
     return bad / n_draws, float(upper)
+
+
+class OrderTally(NamedTuple):
+    """Runs out of the forecast order, the most that the random start allows,
+    and runs out of the order of their own start (:func:`order_tally`)."""
+
+    out_of_order: int
+    bound: int
+    off_own_order: int
+
+
+def order_tally(
+    times: object, own_times: object, p_upper: float, alpha: float
+) -> OrderTally:
+    """Count the runs that switch their modes on out of order (this book).
+
+    Parameters
+    ----------
+    times : array_like, shape (n, K)
+        Measured switch-on times, one row per run, the columns in the
+        forecast order; a time that is not finite (a mode that never switched
+        on) puts its run out of every order.
+    own_times : array_like, shape (n, K)
+        The times forecast from each run's own start (e.g.
+        :func:`gd_half_time_from` of its ``z_k(0)``).
+    p_upper : float
+        Upper bound on the probability that a run is out of the forecast
+        order (:func:`out_of_order_probability`), in [0, 1].
+    alpha : float
+        Level of the bound, in (0, 1): ``bound`` is the binomial
+        ``1 - alpha`` quantile of the number of runs out of order.
+
+    Returns
+    -------
+    OrderTally
+        ``out_of_order`` (times not increasing along a row), ``bound`` and
+        ``off_own_order`` (the measured order differs from that of
+        ``own_times``).
+    """
+    t = np.asarray(times, dtype=float)  # may hold inf or nan: lost runs
+    if t.ndim != 2:
+        raise ValueError(f"times must have shape (n, K), got {t.shape}")
+    own = as_array("own_times", own_times, ndim=2)
+    if own.shape != t.shape:
+        raise ValueError(
+            f"own_times must have the shape of times {t.shape}, got "
+            f"{own.shape}"
+        )
+    p = float(p_upper)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p_upper must lie in [0, 1], got {p_upper!r}")
+    alpha = fraction("alpha", alpha)
+    lost = ~np.isfinite(t).all(axis=1)
+    out = (np.diff(t, axis=1) <= 0).any(axis=1) | lost
+    t_safe = np.where(np.isfinite(t), t, np.inf)
+    off = (np.argsort(t_safe, 1) != np.argsort(own, 1)).any(axis=1) | lost
+    bound = int(binom.ppf(1.0 - alpha, t.shape[0], p))
+    return OrderTally(int(out.sum()), bound, int(off.sum()))
