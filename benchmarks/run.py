@@ -2,35 +2,30 @@
 
 Usage (from the repository root, with the package importable)::
 
-    .venv/bin/python benchmarks/run.py                 # everything (sections
-    a-e)
-    .venv/bin/python benchmarks/run.py --no-chapters   # only the package
-    (a-c), < 3 min
+    .venv/bin/python benchmarks/run.py                 # everything (a-e)
+    .venv/bin/python benchmarks/run.py --no-chapters   # a-c, < 3 min
 
 Sections
 
 (a) one closed ``(M, mu)`` step (``NQF.closed_step``, Theorem 2) against one
-explicit step
-    on every neuron (``NQF.gd_step``) at widths 1e2..1e5, ``m = 50`` samples,
-    ``p = 20``: time per step, measured ratio, the ratio the operation counts
-    allow, equal predictions asserted after a few steps, and the closed step's
-    time flat in ``d``;
-(b) the compressed width-``(k_V + 1)`` twin (``nqf_lite.compress``, Theorem 3)
-against the
-    full model: time per explicit step, equal predictions asserted;
+    explicit step on every neuron (``NQF.gd_step``) at widths 1e2..1e5,
+    ``m = 50`` samples, ``p = 20``: time per step, measured ratio, the ratio
+    the operation counts allow, equal predictions asserted after a few steps,
+    and the closed step's time flat in ``d``;
+(b) the compressed width-``(k_V + 1)`` twin (``nqf_lite.compress``, Theorem
+    3) against the full model: time per explicit step, equal predictions
+    asserted;
 (c) the GLV machinery (``nqf_lite.dynamics.solvable``) at 1000 modes and
-``eps`` from 1e-1 to 1e-30:
-    the exact logistic (Eq. 39), the log-space integrator ``glv_integrate`` and
-    an independent ``scipy.integrate.solve_ivp`` run, time and max relative
-    error;
+    ``eps`` from 1e-1 to 1e-30: the exact logistic (Eq. 39), the log-space
+    integrator ``glv_integrate`` and an independent
+    ``scipy.integrate.solve_ivp`` run, time and max relative error;
 (d) per-chapter wall time and peak memory for every notebook of ``_toc.yml``,
-each in its
-    own kernel process (``benchmarks/chapters.py``), and the whole book;
+    each in its own kernel process (``benchmarks/chapters.py``), and the
+    whole book;
 (e) with ``--fresh-clone``: ``git clone`` of this repository into a temporary
-folder and the
-    README's test command (``bash scripts/run_tests.sh``) run there from
-    nothing (its own ``.venv``), timed per step; without the flag the section
-    says it was not run.
+    folder and the README's test command (``bash scripts/run_tests.sh``) run
+    there from nothing (its own ``.venv``), timed per step; without the flag
+    the section says it was not run.
 
 Not part of the tests: numbers depend on the machine and its load.
 """
