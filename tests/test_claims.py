@@ -873,3 +873,33 @@ def test_a_subpackage_page_documents_no_reexport():
 def test_a_tolerance_without_expected_is_refused(bound, tol):
     with pytest.raises(ValueError, match="tolerances of expected"):
         Claims("tol").check("k", "s", 0.5, **{bound: 1.0, tol: 0.1})
+
+
+def test_table_takes_the_statements_from_words_by_key():
+    c = Claims("tbl4")
+    words = {"w-a": "the first in words", "w-b": "the second in words"}
+    c.table(
+        ("key", "measured"),
+        [("w-b", 0.5), ("w-a", 0.25)],
+        words=words,
+        at_most=1.0,
+    )
+    assert [(r.key, r.statement) for r in c.records] == [
+        ("w-b", "the second in words"),
+        ("w-a", "the first in words"),
+    ]
+    # a row's own statement wins over words
+    c.table(
+        ("key", "statement", "measured"),
+        [("w-c", "its own", 0.1)],
+        words=words,
+        at_most=1.0,
+    )
+    assert c.records[-1].statement == "its own"
+
+
+def test_table_names_a_key_missing_from_words():
+    with pytest.raises(ValueError, match="words has no statement.*w-c"):
+        Claims("tbl5").table(
+            ("key", "measured"), [("w-c", 0.5)], words={"w-a": "A"}, at_most=1
+        )

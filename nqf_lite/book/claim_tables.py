@@ -8,7 +8,7 @@ claim through :meth:`~nqf_lite.book.claims.Claims.check`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -56,6 +56,7 @@ class ClaimTables:
         self,
         columns: Sequence[str],
         rows: Iterable[Sequence[object]],
+        words: Mapping[str, str] | None = None,
         **common: object,
     ) -> list[float]:
         """Check a table of claims: one row a claim, one record each.
@@ -76,6 +77,10 @@ class ClaimTables:
             or ``common``.
         rows : iterable of sequences
             One sequence of values a claim, in the order of ``columns``.
+        words : mapping of str to str, optional
+            The claims in words, by key: each row's ``statement`` when
+            neither ``columns`` nor ``common`` gives one. Lets a chapter state
+            its claims in a block above the table of their numbers.
         **common
             Arguments of :meth:`check` shared by all rows (``source=``,
             ``kind=``, a tolerance). A row's own value wins.
@@ -91,6 +96,10 @@ class ClaimTables:
         ...     ("key", "statement", "measured"),
         ...     [("ch6-C", "C = I", err_C), ("ch6-r", "r recovered", err_r)],
         ...     at_most=1e-12, source="Eq. 37", kind="code")
+        >>> WORDS = {"ch6-C": "C = I", "ch6-r": "r recovered"}
+        >>> claims.table(  # doctest: +SKIP
+        ...     ("key", "measured"), [("ch6-C", err_C), ("ch6-r", err_r)],
+        ...     words=WORDS, at_most=1e-12, source="Eq. 37", kind="code")
         """
         columns = tuple(columns)
         allowed = set(CHECK_ARGS)
@@ -102,10 +111,9 @@ class ClaimTables:
             )
         if len(set(columns)) != len(columns):
             raise ValueError(f"columns must not repeat a name, got {columns}")
+        given = {*columns, *common, *(["statement"] if words else [])}
         missing = [
-            c
-            for c in ("key", "statement", "measured")
-            if c not in columns and c not in common
+            c for c in ("key", "statement", "measured") if c not in given
         ]
         if missing:
             raise ValueError(f"columns or common must give {missing}")
@@ -122,7 +130,12 @@ class ClaimTables:
         for row in rows:
             args = {**common, **dict(zip(columns, row))}
             key = args.pop("key")
-            statement = args.pop("statement")
+            if "statement" in args:
+                statement = args.pop("statement")
+            elif key in words:
+                statement = words[key]
+            else:
+                raise ValueError(f"words has no statement for the key {key!r}")
             measured = args.pop("measured")
             try:
                 values.append(self.check(key, statement, measured, **args))
