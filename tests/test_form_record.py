@@ -162,3 +162,22 @@ def test_any_other_name_is_refused(name):
     model, W0, y = _setup(general=False, seed=4)
     with pytest.raises(ValueError, match="unknown name"):
         model.train(W0, y, 0.02, 2, record=("M", name))
+
+
+@pytest.mark.parametrize(
+    "name", ["gd_step", "closed_step", "train", "train_closed"]
+)
+def test_the_training_methods_have_their_functions_signatures(name):
+    # NQF.train etc. forward to nqf_lite.dynamics.training: same arguments,
+    # same defaults, so help(NQF.train) tells a reader what train takes
+    import inspect
+
+    from nqf_lite.dynamics import training
+
+    method = inspect.signature(getattr(NQF, name)).parameters
+    function = inspect.signature(getattr(training, name)).parameters
+
+    def shape(params, skip):
+        return [(p.name, p.kind, p.default) for p in params.values()][skip:]
+
+    assert shape(method, 1) == shape(function, 1)

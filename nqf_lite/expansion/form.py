@@ -31,6 +31,7 @@ Prop. 8 (App. B.6) is a function of ``(M, μ)`` too (:func:`ntk_from_moments`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -311,29 +312,72 @@ class NQF:
 
     # ----------------------------------------------------------------
     # training (Theorem 2) is nqf_lite.dynamics.training's: these methods
-    # pass it this form first and the rest as given (see its functions for
+    # pass it this form first and the rest as given (its functions document
     # the arguments)
-    def gd_step(self, W, y, lr, *args, **kwargs) -> np.ndarray:
+    def gd_step(
+        self, W, y, lr, batch=None, weight_decay: float = 0.0
+    ) -> np.ndarray:
         """One explicit (S)GD step on every neuron (Eq. 21):
         :func:`nqf_lite.dynamics.training.gd_step`."""
-        return _training().gd_step(self, W, y, lr, *args, **kwargs)
+        return _training().gd_step(self, W, y, lr, batch, weight_decay)
 
-    def closed_step(self, M, mu, d, y, lr, *args, **kwargs) -> tuple:
+    def closed_step(
+        self,
+        M,
+        mu,
+        d,
+        y,
+        lr,
+        batch=None,
+        weight_decay: float = 0.0,
+        *,
+        trusted: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One step of the closed dynamics of Theorem 2 (Eqs. 23-24), the new
         ``(M, mu)``: :func:`nqf_lite.dynamics.training.closed_step`."""
-        return _training().closed_step(self, M, mu, d, y, lr, *args, **kwargs)
+        step = _training().closed_step
+        args = (M, mu, d, y, lr, batch, weight_decay)
+        return step(self, *args, trusted=trusted)
 
-    def train(self, W, y, lr, steps, *args, **kwargs) -> Any:
+    def train(
+        self,
+        W,
+        y,
+        lr,
+        steps: int,
+        batches=None,
+        weight_decay: float = 0.0,
+        progress: bool = False,
+        *,
+        record: str | Sequence[str] | None = None,
+        every: int = 1,
+    ) -> Any:
         """``steps`` explicit (S)GD steps from ``W`` (Eq. 21):
         :func:`nqf_lite.dynamics.training.train`."""
-        return _training().train(self, W, y, lr, steps, *args, **kwargs)
+        run = _training().train
+        args = (W, y, lr, steps, batches, weight_decay, progress)
+        return run(self, *args, record=record, every=every)
 
-    def train_closed(self, M, mu, d, y, lr, steps, *args, **kwargs) -> Any:
+    def train_closed(
+        self,
+        M,
+        mu,
+        d: int,
+        y,
+        lr,
+        steps: int,
+        batches=None,
+        weight_decay: float = 0.0,
+        progress: bool = False,
+        *,
+        record: str | Sequence[str] | None = None,
+        every: int = 1,
+    ) -> Any:
         """``steps`` steps of the closed recursion on ``(M, mu)`` at width
         ``d`` (Theorem 2): :func:`nqf_lite.dynamics.training.train_closed`."""
-        return _training().train_closed(
-            self, M, mu, d, y, lr, steps, *args, **kwargs
-        )
+        run = _training().train_closed
+        args = (M, mu, d, y, lr, steps, batches, weight_decay, progress)
+        return run(self, *args, record=record, every=every)
 
 
 def _training() -> Any:
