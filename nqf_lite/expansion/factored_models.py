@@ -39,6 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from nqf_lite._checks import as_array, vector
 from nqf_lite.expansion.factored import FactoredNQF, Term
 from nqf_lite.expansion.taylor import NotSmoothError
 
@@ -291,7 +292,7 @@ def module_factored(
     nV = 1 if V is None else V
     if kind == "moe":
         k = env["k"]
-        X = np.stack([_vector(r, k, i) for i, r in enumerate(rows)])
+        X = np.stack([vector(f"xs[{i}]", r, k) for i, r in enumerate(rows)])
         _, dpsi0 = slope_at_zero(env["psi"], "gate")
         expert = env["expert"]
         if expert.name == "linear expert" and V is not None:
@@ -316,21 +317,6 @@ def module_factored(
     )
 
 
-def _vector(x: Any, k: int, i: int) -> np.ndarray:
-    """Input ``i`` as a finite real vector of shape ``(k,)``."""
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    a = np.asarray(x)
-    if a.dtype.kind not in "fiu" or a.shape != (k,):
-        raise ValueError(
-            f"xs[{i}]: x must be a real vector of shape ({k},), got "
-            f"{a.shape} of dtype {a.dtype}"
-        )
-    if not np.isfinite(a).all():
-        raise ValueError(f"xs[{i}]: x contains NaN or inf")
-    return a.astype(np.float64)
-
-
 def _pair(x: Any, D: int, i: int) -> tuple[np.ndarray, np.ndarray]:
     """Input ``i`` as the pair ``(query (D,), context (D, N))``."""
     if not isinstance(x, (tuple, list)) or len(x) != 2:
@@ -338,17 +324,14 @@ def _pair(x: Any, D: int, i: int) -> tuple[np.ndarray, np.ndarray]:
             f"xs[{i}]: an attention input must be a pair (x, X), got "
             f"{type(x).__name__}"
         )
-    q = _vector(x[0], D, i)
-    X = x[1].detach().cpu().numpy() if torch.is_tensor(x[1]) else x[1]
-    X = np.asarray(X)
-    if X.dtype.kind not in "fiu" or X.ndim != 2 or X.shape[0] != D:
+    q = vector(f"xs[{i}]", x[0], D)
+    X = as_array(f"xs[{i}]: the context X", x[1], ndim=2)
+    if X.shape[0] != D or X.shape[1] < 1:
         raise ValueError(
-            f"xs[{i}]: the context X must be real of shape ({D}, N), got "
+            f"xs[{i}]: the context X must have shape ({D}, N), N >= 1, got "
             f"{X.shape}"
         )
-    if X.shape[1] < 1 or not np.isfinite(X).all():
-        raise ValueError(f"xs[{i}]: the context X must be finite, N >= 1")
-    return q, X.astype(np.float64)
+    return q, X
 
 
 # ------------------------------------------------------ registry models
