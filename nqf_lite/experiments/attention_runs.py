@@ -96,6 +96,16 @@ def attention_task(
     Inputs are standard Gaussian tokens; targets have unit variance on the
     first ``n_train`` sequences; the student starts at variance ``var``.
 
+    Parameters
+    ----------
+    seed_list : sequence of int
+    variances : sequence of float > 0
+        The student's initial variances (members ordered variance-major).
+    teacher_qk : bool
+        Gaussian queries and keys in the teacher (else zero).
+    n_train, n_test : int
+        Training and test sequences (the training ones first).
+
     Returns
     -------
     X : Tensor ``(S, n_train + n_test, N_TOK, D_TOK)``
@@ -196,6 +206,14 @@ def logit_mean_square(
     """The mean square of the layer-1 logits ``x_t^T W_Q^T W_K x_u / sqrt
     D`` between distinct tokens of the training inputs at step zero, one
     value per member (Prop. 2: the logits are quadratic in the weights).
+
+    Parameters
+    ----------
+    X : Tensor ``(S, n, N_TOK, D_TOK)``
+    W : sequence of Tensor
+        The weights of :func:`attention_task` (``W_Q1, W_K1`` are read).
+    n_train : int
+        The first ``n_train`` inputs are the training inputs.
 
     Returns
     -------

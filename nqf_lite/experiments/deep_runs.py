@@ -1,19 +1,14 @@
 """The runs of chapter 9: a tanh MLP next to its deep NQFs (the paper's Fig.
 8, App. B.4 and C) and the live checks of Theorems 14 and 15.
 
-- :func:`mlp_forward`, :func:`mlp_task`, :func:`mlp_ensemble`: the bias-free
-  tanh MLP, its teacher-student task and the network with its 2-layer and
-  1-layer NQFs from the same weights;
-- :func:`train_together`: several models and seeds trained at once by
-  :func:`~nqf_lite.experiments.train.descend_many`, their losses recorded;
-- :func:`rel_gap`, :func:`mean_se`, :func:`bound_between`: the relative
-  loss gap of two training curves and the statistics of the claims on it;
-- :func:`mlp_depth_gap`: the gap of an MLP of any even depth to its NQF;
-- :func:`theorem14_check`, :func:`theorem14_general`,
-  :func:`theorem15_check`, :func:`theorem15_general`: Theorems 14 and 15 on
-  the MLP stack and on a general stack with ``g, B != 0``.
-
-The attention half of Fig. 8 is :mod:`nqf_lite.experiments.attention_runs`.
+:func:`mlp_task` and :func:`mlp_ensemble` build the teacher-student task and
+the network with its 2-layer and 1-layer NQFs; :func:`train_together` trains
+them, every seed at once; :func:`rel_gap`, :func:`mean_se` and
+:func:`bound_between` are the statistics of the claims on their loss gaps;
+:func:`mlp_depth_gap` is the gap at any even depth; ``theorem14_*`` and
+``theorem15_*`` check Theorems 14 and 15 on the MLP stack (``_check``) and on
+a general stack with ``g, B != 0`` (``_general``). The attention half of Fig.
+8 is :mod:`nqf_lite.experiments.attention_runs`.
 """
 
 from __future__ import annotations
@@ -63,13 +58,6 @@ F64 = torch.float64
 
 def _gaussian(shape: tuple, gen: torch.Generator, var: float) -> Tensor:
     return var**0.5 * torch.randn(*shape, generator=gen, dtype=F64)
-
-
-def _seed_list(seed_list: object) -> list[int]:
-    out = [natural(f"seed_list[{i}]", s) for i, s in enumerate(seed_list)]
-    if not out:
-        raise ValueError("seed_list must hold at least one seed, got none")
-    return out
 
 
 def mlp_forward(Ws: Sequence[Tensor], x: Tensor) -> Tensor:
@@ -124,13 +112,13 @@ def mlp_task(
     ValueError
         On an empty ``seed_list`` or ``variances``, or a bad size.
     """
-    seed_list = _seed_list(seed_list)
+    seed_list = [natural("seed_list[]", s) for s in seed_list]
     variances = [
         positive(f"variances[{i}]", v)
         for i, v in enumerate(sequence("variances", variances, "number"))
     ]
-    if not variances:
-        raise ValueError("variances must hold at least one variance")
+    if not seed_list or not variances:
+        raise ValueError("seed_list and variances must not be empty")
     depth, width = integer("depth", depth), integer("width", width)
     d_in, n_train = integer("d_in", d_in), integer("n_train", n_train)
     n_test = natural("n_test", n_test)
@@ -356,10 +344,15 @@ def mlp_depth_gap(
     every: int = 5,
 ) -> np.ndarray:
     """The relative loss gap of a tanh MLP of even ``depth`` to its
-    ``depth / 2``-layer NQF under Adam (this book, beyond the paper's Fig. 8;
-    App. B.4).
+    ``depth / 2``-layer NQF under Adam, targets at the teacher's own scale
+    (this book, beyond the paper's Fig. 8; App. B.4).
 
-    Targets are left at the teacher's own scale; no test set is evaluated.
+    Parameters
+    ----------
+    seed_list, variances : as for :func:`mlp_task`
+    depth : int
+        An even number of weight matrices, at least 2.
+    lr, steps, every : Adam's rate, its steps and the record interval
 
     Returns
     -------
@@ -400,6 +393,11 @@ def theorem14_check(
     widths ``(16, 16)`` and ``(40, 25)`` with equal per-layer ``(M, mu)``
     and the closed recursion, trained by minibatch SGD (batches of 4).
 
+    Parameters
+    ----------
+    seed, steps, n : int
+        The seed, the SGD steps and the training inputs (at least 4).
+
     Returns
     -------
     (width gap, closed gap, move) : floats
@@ -438,14 +436,18 @@ def theorem14_general(
     either pair of widths; Eqs. 224-225 written out term by term
     (``order_gradients_by_structure``) are compared with autograd.
 
+    Parameters
+    ----------
+    gen : numpy Generator or int seed
+    steps, n, lr : SGD steps, training inputs (at least 4), learning rate
+
     Returns
     -------
     dict
         ``"closed"``, ``"wrong-width"`` (recursion at (11, 13) vs SGD at
         (5, 8)), ``"vH"`` (max relative difference), ``"v0"`` (smallest
         ``max|v^(l)|`` at step zero), ``"moved"`` and ``"problem"`` (stack,
-        data, order parameters and rate). ``gen`` (a numpy Generator or an
-        int seed) draws everything.
+        data, order parameters and rate).
     """
     gen = _source(gen)
     steps, n = integer("steps", steps), integer("n", n, minimum=4)
@@ -496,6 +498,11 @@ def theorem15_check(seed: int, steps: int = 100, m: int = 3) -> tuple:
     ``(40, 30)`` compressed layer by layer (layer 2 not projected), both
     trained by full-batch GD with layer-wise rates.
 
+    Parameters
+    ----------
+    seed, steps, m : int
+        The seed, the GD steps and the training inputs.
+
     Returns
     -------
     (output gap, compressed widths, move, problem)
@@ -535,13 +542,17 @@ def theorem15_general(
     projected (Eq. 236): widths ``(12, 10)``, structure in subspaces of
     dimension 4 and 3, compressed to ``(k_1 + 1, k_2 + 1)``; full-batch GD.
 
+    Parameters
+    ----------
+    gen : numpy Generator or int seed
+    steps, n, lr : GD steps, training inputs, learning rate
+
     Returns
     -------
     dict
         ``"widths"``, ``"out"`` (max output gap), ``"order"`` (max relative
         deviation of ``mu~ = P mu``, ``M~ = (d/d') P M P`` at the end),
         ``"ctrl"`` (gap at the original rate), ``"moved"``, ``"v0"``.
-        ``gen`` (a numpy Generator or an int seed) draws everything.
     """
     gen = _source(gen)
     steps, n, lr = integer("steps", steps), integer("n", n), positive("lr", lr)
