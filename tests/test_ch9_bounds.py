@@ -1,48 +1,46 @@
 """Chapter 9's bounds between "tracks" and "departs", and their controls.
 
-The functions are the chapter's own (read from its cells, not re-typed):
+The functions are the ones the chapter imports (not re-typed):
 ``bound_between`` (the bound set on an independent calibration ensemble),
-``rel_gap`` and ``mean_se`` (the claims' statistics), ``on_slower_clock``
-(the half-speed model), ``log_contrast`` and ``ratio_lower`` (the
-function-space contrast of the two NQFs). Each test shows that a check
-passes where it should and fails under its stated wrong alternative, on
-synthetic ensembles with the spreads the chapter measures.
+``rel_gap`` and ``mean_se`` (the claims' statistics) from
+:mod:`nqf_lite.experiments.deep_runs`; ``on_slower_clock`` (the half-speed
+model), ``log_contrast`` and ``ratio_lower`` (the function-space contrast of
+the two NQFs) from :mod:`nqf_lite.experiments.attention_runs`. Each test
+shows that a check passes where it should and fails under its stated wrong
+alternative, on synthetic ensembles with the spreads the chapter measures.
 """
 
-import ast
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from nqf_lite.experiments import attention_runs, deep_runs
+
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks/09_deep.ipynb"
-CELLS = ("ch9-04-b", "ch9-16-cal", "ch9-att-cal-fn")
-NAMES = (
-    "rel_gap",
-    "mean_se",
-    "bound_between",
-    "on_slower_clock",
-    "log_contrast",
-    "ratio_lower",
-)
+NAMES = {
+    deep_runs: ("rel_gap", "mean_se", "bound_between"),
+    attention_runs: ("on_slower_clock", "log_contrast", "ratio_lower"),
+}
 
 
 @pytest.fixture(scope="module")
 def ch9():
-    """The chapter's functions, executed from its cells' definitions."""
-    cells = {
-        c.get("id"): "".join(c["source"])
-        for c in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    }
-    space = {"np": np, "NQFS": ("nqf2", "nqf1")}
-    for cid in CELLS:
-        tree = ast.parse(cells[cid])
-        defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-        exec(compile(ast.Module(defs, []), cid, "exec"), space)
-    missing = [n for n in NAMES if n not in space]
-    assert not missing, f"chapter 9 no longer defines {missing}"
-    return type("Ch9", (), {n: staticmethod(space[n]) for n in NAMES})
+    """The chapter's functions, from the modules it imports them from."""
+    names = {n: getattr(m, n) for m, ns in NAMES.items() for n in ns}
+    return type("Ch9", (), {n: staticmethod(f) for n, f in names.items()})
+
+
+def test_the_chapter_imports_these_functions():
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells)
+    for module, names in NAMES.items():
+        for name in names:
+            assert re.search(
+                rf"from {module.__name__} import [^\n]*\b{name}\b", code
+            ), f"chapter 9 no longer imports {name} from {module.__name__}"
 
 
 def _lognormal(rng, median, sd, n):
