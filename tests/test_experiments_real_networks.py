@@ -169,3 +169,23 @@ def test_split_runs_hand_case():
         rn.split_runs(lambda im: im, shifted, labels, splits, 4)
     with pytest.raises(ValueError, match="splits"):
         rn.split_runs(lambda im: im, shifted, labels, splits[:1], 3)
+
+
+def test_fig6_models_have_the_papers_sizes():
+    plain = ar.TanhMLP(20, 100, V=1, sigma=1.0, seed=4)
+    teacher = rn.fig6_mlp(1.0, 4, readout=0.5)
+    assert teacher.U.shape == (100, 20) and teacher.W_out.shape == (1, 100)
+    assert torch.equal(teacher.U, plain.U)
+    assert torch.equal(teacher.W_out, 0.5 * plain.W_out)
+    assert torch.equal(rn.fig6_mlp(1.0, 4).W_out, plain.W_out)
+    with pytest.raises(ValueError, match="readout"):
+        rn.fig6_mlp(1.0, 4, readout=0.0)
+    a, b = rn.fig6_qk(0.1, 1, 9), rn.fig6_qk(0.1, 2, 9)
+    x = torch.randn(3, 16, generator=_gen(0), dtype=DT)
+    X = torch.randn(3, 10, 16, generator=_gen(1), dtype=DT)
+    assert a((x, X)).shape == (3, 1)
+    # the readout is shared: with zero logits both give c^T xbar
+    for net in (a, b):
+        for w in net.parameters():
+            w.data.zero_()
+    assert torch.allclose(a((x, X)), b((x, X)))

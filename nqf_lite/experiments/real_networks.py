@@ -10,8 +10,9 @@ is here:
   (Thm 1);
 - :func:`teacher_ensemble`: one (architecture, optimiser) of Fig. 2, every
   seed at every scale in one call;
-- :func:`gaussian_batches`, :func:`online_ensemble`: online SGD of students
-  and twins on fresh batches of their teachers (Fig. 6);
+- :func:`fig6_mlp`, :func:`fig6_qk`, :func:`gaussian_batches`,
+  :func:`online_ensemble`: the models of Fig. 6 and online SGD of students
+  and twins on fresh batches of their teachers;
 - :func:`logit_scale`: the root mean square logit of query-key heads (this
   book's logit formula);
 - :func:`row_tokens`, :func:`split_runs`: the digits as inputs, one split
@@ -48,6 +49,8 @@ from nqf_lite.experiments.teacher import teacher_task
 
 __all__ = [
     "TWIN_NAMES",
+    "fig6_mlp",
+    "fig6_qk",
     "gaussian_batches",
     "logit_scale",
     "online_ensemble",
@@ -216,6 +219,58 @@ def teacher_ensemble(
     return {
         sg: h.select(slice(i * n, (i + 1) * n)) for i, sg in enumerate(sigmas)
     }
+
+
+def fig6_mlp(sigma: float, seed: int, readout: float = 1.0) -> TanhMLP:
+    """The tanh MLP of the paper's Fig. 6: ``20 -> 100 -> 1`` (App. C).
+
+    Parameters
+    ----------
+    sigma : float > 0
+        Scale of the weights (students: small; teachers: 1).
+    seed : int
+    readout : float > 0
+        Factor on the readout weights after the draw (this book's teachers
+        take 0.5: with the full Gaussian readout the linear twin sits at the
+        edge of stability at the paper's learning rate).
+
+    Returns
+    -------
+    TanhMLP
+
+    Raises
+    ------
+    ValueError
+        If ``readout`` (or ``sigma``) is not positive.
+    """
+    readout = positive("readout", readout)
+    net = TanhMLP(20, 100, V=1, sigma=sigma, seed=seed)
+    if readout != 1.0:
+        net.W_out.data.mul_(readout)
+    return net
+
+
+def fig6_qk(sigma: float, seed: int, readout_seed: int) -> QKAttention:
+    """The query-key model of the paper's Fig. 6 (App. C).
+
+    Four query-key heads with ``D = 16``, ``d_k = 8`` and one output, whose
+    fixed readout ``c`` is drawn from ``readout_seed`` (students and
+    teachers share it).
+
+    Parameters
+    ----------
+    sigma : float > 0
+    seed : int
+        Seed of the trained weights.
+    readout_seed : int
+
+    Returns
+    -------
+    QKAttention
+    """
+    return QKAttention(
+        16, 8, heads=4, V=1, sigma=sigma, seed=seed, readout_seed=readout_seed
+    )
 
 
 def gaussian_batches(
