@@ -225,13 +225,50 @@ def test_ntk_drift_equals_a_finite_difference_of_the_autograd_ntk():
         )
 
 
-def test_ntk_width_exponent_follows_proposition_9_and_refuses_bad_input():
+def test_ntk_drift_grows_with_the_width_as_proposition_9_says():
     widths = np.array([64, 256, 1024, 4096])
     # max(1 - alpha_B, -alpha_A): the alpha_B branch, then the alpha_A branch
     for aA, aB, pred in ((2.0, 1.5, -0.5), (1.0, 2.5, -1.0)):
-        got = px.ntk_width_exponent(widths, aA, aB, 7)
-        assert got == pytest.approx(pred, abs=0.15)
-    with pytest.raises(ValueError, match="widths"):
-        px.ntk_width_exponent([64], 2.0, 1.5, 7)
+        drifts = [px.ntk_drift(d, aA, aB, seed=7) for d in widths]
+        slope = np.polyfit(np.log(widths), np.log(drifts), 1)[0]
+        assert slope == pytest.approx(pred, abs=0.15)
     with pytest.raises(ValueError, match="d"):
         px.ntk_drift(0, 2.0, 1.5, 7)
+    with pytest.raises(TypeError, match="d"):
+        px.ntk_drift(64.5, 2.0, 1.5, 7)
+
+
+def test_plain_mlp_control_follows_its_one_linear_mode():
+    M, H, lr = 64, 32, 0.5
+    x = np.arange(M) / M
+    y = (
+        0.1
+        * np.sqrt(2)
+        * np.sin(2 * np.pi * np.outer(x, [1.0, 2.0]))
+        @ [
+            1.0,
+            0.35,
+        ]
+    )
+    u0, v0 = 1e-4 * np.random.default_rng(6).standard_normal((2, 2, H))
+    out = px.plain_mlp_control(u0, v0, x, y, lr)
+    # the one linear feature x: r = 4|<xy>|, C = 2<x^2>, V = <xy>^2/<x^2>
+    xy, xx = np.mean(x * y), np.mean(x**2)
+    assert out.V == pytest.approx(xy**2 / xx, rel=1e-12)
+    assert out.L0 == pytest.approx(np.mean(y**2), rel=1e-12)
+    # its mode from z(0) = (u + sign(<xy>) v)^2 / 2 reaches 90 % at t_90
+    r, C = 4 * abs(xy), 2 * xx
+    z0 = ((u0 + np.sign(xy) * v0) ** 2).sum(axis=1) / 2
+    t90 = (np.log(9 * (r / C - z0) / z0) / r).max()
+    assert out.t.size == int(3 * t90 / lr)
+    # the flow's logistic, written out; GD's at the rate (2/lr) ln(1 + lr r/2)
+    e = np.exp(r * out.t)[:, None]
+    z = z0 * e / (1 + C * z0 * (e - 1) / r)
+    assert np.allclose(
+        out.L_flow, out.L0 - out.V * (1 - (1 - z * C / r) ** 2), rtol=1e-9
+    )
+    # the networks learn the linear part only, as the GD-rate mode predicts
+    assert np.abs(out.L / out.L_gd - 1).max() < 0.004
+    assert np.abs(out.L / out.L_flow - 1).max(axis=0).min() > 0.005
+    with pytest.raises(ValueError, match="v0"):
+        px.plain_mlp_control(u0, v0[:, :3], x, y, lr)

@@ -1,21 +1,12 @@
-"""The power-law runs of Section 6 and App. C: exponents fitted to exact loss
-curves and to trained networks (Thms 9 and 11, Eqs. 292-298; Prop. 9).
+"""The power-law runs of Section 6 and App. C (Thms 9, 11; Eqs. 292-298;
+Prop. 9): exponents fitted to exact loss curves and to trained networks.
 
-- :func:`local_exponents`: the exponent of the exact loss on windows between
-  switch-ons, as it drifts in time (Eq. 295);
-- :func:`exponent_shifts`: how fast a random start's exponent approaches the
-  eps -> 0 law, fitted and from Eq. 292;
-- :func:`theory_exponents`: the exact loss from many starts and each one's
-  fitted exponent;
-- :func:`onehot_ensemble`: an ensemble of one-hot quadratic networks trained
-  as one data set (Eq. 49);
-- :func:`train_to_switch_on`, :func:`net_vs_nqf`: Fourier MLPs (or their
-  NQFs) trained past a switch-on, and a network's loss against its NQF's
-  (Fig. 5, Eqs. 296-297);
-- :func:`fourier_power_law`: the exact loss of many Fourier modes and its
-  exponents (Eqs. 292, 298);
-- :func:`ntk_drift`, :func:`ntk_width_exponent`: the speed of the NTK at
-  initialisation and its exponent in the width (Prop. 9, Eqs. 250-251).
+Exact theory: :func:`local_exponents` (Eq. 295), :func:`exponent_shifts`
+(the eps -> 0 limit, Eq. 292), :func:`theory_exponents` (many starts),
+:func:`fourier_power_law` (many Fourier modes). Networks:
+:func:`onehot_ensemble` (Eq. 49), :func:`train_to_switch_on` and
+:func:`net_vs_nqf` (Fig. 5), :func:`plain_mlp_control` (its baseline),
+:func:`ntk_drift` (Prop. 9).
 """
 
 from __future__ import annotations
@@ -43,19 +34,23 @@ from nqf_lite.dynamics.solvable import (
     switch_on_time_exact,
 )
 from nqf_lite.expansion.models import fourier as fo
-from nqf_lite.experiments.fourier import train_fourier_ensemble
+from nqf_lite.experiments.fourier import (
+    train_fourier_ensemble,
+    train_tanh_mlp,
+)
 
 __all__ = [
     "EpsLimit",
     "FourierPowerLaw",
+    "PlainControl",
     "TheoryExponents",
     "exponent_shifts",
     "fourier_power_law",
     "local_exponents",
     "net_vs_nqf",
     "ntk_drift",
-    "ntk_width_exponent",
     "onehot_ensemble",
+    "plain_mlp_control",
     "theory_exponents",
     "train_to_switch_on",
 ]
@@ -96,28 +91,18 @@ def local_exponents(
 
     Parameters
     ----------
-    r, C : array_like, shape (K,)
-        Growth rates and self-competitions of the modes.
-    z0 : array_like, shape (K,)
-        The start, ``> 0``.
+    r, C, z0 : array_like, shape (K,)
+        Growth rates, self-competitions and the start (``> 0``).
     edges : sequence of int
         Increasing 1-based mode numbers, at least two, at most ``last + 1``.
-    n_grid : int
-        Number of times of the loss curve.
-    last : int
-        0-based mode whose switch-on ends the curve.
+    n_grid, last : int
+        Number of times; the 0-based mode whose switch-on ends the curve.
 
     Returns
     -------
     exponents : ndarray, shape (len(edges) - 1,)
         Minus the fitted log-log slopes.
     windows : list of (float, float)
-        The windows.
-
-    Raises
-    ------
-    ValueError
-        If ``edges`` are not increasing mode numbers within the curve.
     """
     r = vector("r", r)
     last = natural("last", last)
@@ -171,20 +156,16 @@ def exponent_shifts(
 
     Parameters
     ----------
-    alpha1, alpha2 : float
-        The exponents of the data (Theorem 9).
-    beta0 : float
-        The decay of the start in ``k``.
+    alpha1, alpha2, beta0 : float
+        The exponents of the data (Theorem 9), and of the start in ``k``.
     eps : array_like, shape (E,)
-        Scales of the start, in (0, 1), at least two.
+        At least two scales of the start, in (0, 1).
     starts : sequence of array_like, each shape (m,)
         The random factors ``c_k > 0``, one array a draw.
-    m : int
-        Number of modes.
+    m, n_grid : int
+        Number of modes, and of times on the window.
     window : (int, int)
         0-based modes ``(lo, hi)``, ``1 <= lo < hi < m - 1``.
-    n_grid : int
-        Number of times on the window.
 
     Returns
     -------
@@ -261,17 +242,13 @@ def theory_exponents(
     Parameters
     ----------
     r, C : array_like, shape (K,)
-        Growth rates and self-competitions.
     z0 : array_like, shape (N, K)
         One start a row, ``> 0``.
-    window : (int, int)
-        0-based modes whose switch-ons bound each fit.
-    span : (int, int), optional
-        0-based modes that bound the grid; ``window`` when omitted.
+    window, span : (int, int)
+        0-based modes; ``span`` defaults to ``window``.
     margin : (float, float)
         Factors ``>= 1`` that widen the grid.
     n_grid : int
-        Number of times.
 
     Returns
     -------
@@ -322,10 +299,8 @@ def onehot_ensemble(
         Initial weights, member by member.
     lr : float
         Learning rate of one member.
-    n_steps, every : int
-        Number of steps, and the steps between records.
-    n_ens : int
-        Number of members.
+    n_steps, n_ens, every : int
+        Steps, members, and steps between records.
 
     Returns
     -------
@@ -373,17 +348,11 @@ def train_to_switch_on(
     s, b : array_like, shape (P,)
         Feature weights and target coefficients.
     psi : array_like, shape (M, P)
-        The features on the grid.
-    lr : float
-        Learning rate.
-    c, scale : float
-        Target amplitude and output prefactor.
+    lr, c, scale : float
+        Learning rate, target amplitude and output prefactor.
     model : {"mlp", "nqf"}
-        The network or its NQF.
-    last : int
-        0-based mode whose switch-on the runs pass.
-    overrun : float
-        Factor ``>= 1`` on that time.
+    last, overrun : int, float
+        The 0-based mode, and a factor ``>= 1`` on its switch-on time.
 
     Returns
     -------
@@ -421,13 +390,11 @@ def net_vs_nqf(
     Parameters
     ----------
     t : array_like, shape (T,)
-        Times, ``t[0] = 0`` allowed.
     L_net, L_nqf : array_like, shape (T, S)
         Losses, one run a column.
     ts : array_like, shape (S, K)
         Each run's switch-on times.
     window : (int, int)
-        0-based modes.
 
     Returns
     -------
@@ -487,18 +454,11 @@ def fourier_power_law(
 
     Parameters
     ----------
-    theta, beta : float
-        Feature and target decay.
-    P : int
-        Number of modes.
-    c : float
-        Target amplitude.
-    z0 : float
-        The start of every mode, ``> 0``.
+    theta, beta, c, z0 : float
+        Feature and target decay, target amplitude, start (``> 0``).
+    P, n_grid : int
+        Number of modes, and of times.
     window : (int, int)
-        0-based modes.
-    n_grid : int
-        Number of times.
 
     Returns
     -------
@@ -545,12 +505,10 @@ def ntk_drift(
 
     Parameters
     ----------
-    d : int
-        The width.
+    d, seed : int
+        The width; the seed of the NQF and the weights.
     alpha_A, alpha_B : float
         The scalings of ``A`` and ``B``.
-    seed : int
-        Seed of the NQF and the weights (``numpy.random.default_rng``).
     m, p, n_draws : int
         Samples, weights per unit, weight draws.
 
@@ -591,30 +549,77 @@ def ntk_drift(
     return float(torch.sqrt((dtheta**2).sum((1, 2)).mean()))
 
 
-def ntk_width_exponent(
-    widths: object, alpha_A: float, alpha_B: float, seed: int
-) -> float:
-    """The fitted exponent of :func:`ntk_drift` in the width (Proposition 9:
-    ``max(1 - alpha_B, -alpha_A)``, Eq. 251).
+class PlainControl(NamedTuple):
+    """What :func:`plain_mlp_control` returns."""
 
-    The same NQF draw (``seed``) at every width; the slope of the
-    least-squares line of ``ln ||dTheta/dt||`` against ``ln d``.
+    t: np.ndarray
+    L: np.ndarray
+    L_gd: np.ndarray
+    L_flow: np.ndarray
+    L0: float
+    V: float
+
+
+def plain_mlp_control(
+    u0: object,
+    v0: object,
+    x: object,
+    y: object,
+    lr: float,
+    rho: float = 0.9,
+    overrun: float = 3.0,
+) -> PlainControl:
+    """Plain bias-free tanh MLPs on the raw input against their one-mode NQF
+    (Prop. 1, Theorem 6, Eq. 163; the baseline of the paper's Fig. 5).
+
+    The NQF of ``sum_i v_i tanh(u_i x)`` is ``sum_i v_i u_i x``: one linear
+    feature, whose growing mode ``(u + sign<xy> v)/sqrt(2)`` has the rate
+    ``r = 4|<xy>|``, the self-competition ``C = 2<x^2>`` and the drop
+    ``V = r^2/(8C) = <xy>^2/<x^2>``. Each run is trained by
+    :func:`~nqf_lite.experiments.fourier.train_tanh_mlp` up to ``overrun``
+    times the latest time a run's mode reaches ``rho`` of its ceiling. GD
+    multiplies a small ``z`` by ``(1 + lr r/2)^2`` per step: the flow's rate
+    ``r`` becomes ``r_gd = (2/lr) ln(1 + lr r/2)``, the ceiling stays ``r/C``.
 
     Parameters
     ----------
-    widths : array_like of int, shape (n,)
-        At least two widths.
-    alpha_A, alpha_B : float
-        The scalings of ``A`` and ``B``.
-    seed : int
-        Seed of :func:`ntk_drift`.
+    u0, v0 : array_like, shape (S, H)
+        Input and output weights of ``S`` runs of ``H`` units.
+    x, y : array_like, shape (M,)
+    lr : float
+    rho, overrun : float
+        A fraction in (0, 1) of the ceiling, and a factor ``>= 1`` on its
+        time.
 
     Returns
     -------
-    float
+    PlainControl
+        The times ``t`` (T,); the runs' losses ``L`` (T, S); the one-mode
+        NQF's at GD's rate, ``L_gd``, and at the flow's, ``L_flow`` (T, S);
+        the initial loss ``L0 = <y^2>`` and the drop ``V``.
     """
-    widths = vector("widths", widths)
-    if widths.size < 2:
-        raise ValueError(f"widths must hold at least two widths: {widths}")
-    drifts = [ntk_drift(int(d), alpha_A, alpha_B, seed) for d in widths]
-    return np.polyfit(np.log(widths), np.log(drifts), 1)[0]
+    u0, v0 = as_array("u0", u0, ndim=2), as_array("v0", v0, ndim=2)
+    check_shape("v0", v0, u0.shape)
+    x = vector("x", x)
+    y = vector("y", y, x.size)
+    lr = positive("lr", lr)
+    if positive("overrun", overrun) < 1:
+        raise ValueError(f"overrun must be >= 1, got {overrun}")
+    r, C = abs(4 * np.mean(x * y)), 2 * np.mean(x**2)
+    V = r**2 / (8 * C)
+    L0 = np.mean(y**2)
+    sign = np.sign(np.mean(x * y))
+    z0 = ((u0 + sign * v0) ** 2).sum(axis=1) / 2
+    n = z0.size
+    t_rho = switch_on_time_exact(np.full(n, r), np.full(n, C), z0, rho=rho)
+    n_steps = int(overrun * t_rho.max() / lr)
+    runs = [train_tanh_mlp(u, v, x, y, lr, n_steps)[1] for u, v in zip(u0, v0)]
+    t = lr * np.arange(n_steps)
+
+    def one_mode(rate, comp):
+        z = feature_trajectory(t, np.full(n, rate), np.full(n, comp), z0)
+        return L0 - V * (1 - (1 - z / (r / C)) ** 2)
+
+    r_gd = 2 / lr * np.log1p(lr * r / 2)
+    L_gd, L_flow = one_mode(r_gd, C * r_gd / r), one_mode(r, C)
+    return PlainControl(t, np.stack(runs, 1), L_gd, L_flow, L0, V)
