@@ -1,0 +1,274 @@
+"""The power-law runs of chapter 7 against hand-written closed forms, an
+independent route, or the paper's exponents; and their bad input."""
+
+import numpy as np
+import pytest
+import torch
+
+from nqf_lite.dynamics import scaling as sc
+from nqf_lite.expansion.models import fourier as fo
+from nqf_lite.experiments import power_laws as px
+
+
+def _switch_on(r, C, z0):
+    """Half-saturation time of the logistic, written out (Eq. 157)."""
+    zinf = r / C
+    return np.log((zinf - z0) / z0) / r
+
+
+def _loss(t, r, C, z0):
+    """sum_k V_k (1 - z_k/z_k^inf)^2 along the logistic, written out."""
+    e = np.exp(np.outer(t, r))
+    z = z0 * e / (1 + C * z0 * (e - 1) / r)
+    return ((r**2 / (8 * C)) * (1 - z / (r / C)) ** 2).sum(axis=1)
+
+
+def _slope(t, L, lo, hi):
+    inside = (t >= lo) & (t <= hi)
+    return np.polyfit(np.log(t[inside]), np.log(L[inside]), 1)[0]
+
+
+def test_local_exponents_follow_theorem_9_on_the_switch_on_windows():
+    a1, a2, m = 2.0, 0.8, 300
+    pm = sc.powerlaw_modes(m, a1, a2)
+    k = np.arange(1, m + 1)
+    z0 = 1e-9 * k ** -(a1 - a2)  # aligned: no finite-eps correction
+    edges = [3, 10, 40]
+    exps, wins = px.local_exponents(pm.r, pm.C, z0, edges)
+    ts = _switch_on(pm.r, pm.C, z0)
+    assert np.allclose(wins, [(ts[2], ts[9]), (ts[9], ts[39])], rtol=1e-12)
+    # Theorem 9: (alpha1 - 1)/alpha2, to the 10 % of windows of 0.5 decades
+    assert np.allclose(exps, (a1 - 1) / a2, rtol=0.1)
+    # a hand least-squares fit of the hand loss on the same windows
+    t = np.geomspace(ts[0] / 10, ts[60], 4000)
+    hand = [-_slope(t, _loss(t, pm.r, pm.C, z0), *w) for w in wins]
+    assert np.allclose(exps, hand, atol=0.01)
+
+
+def test_local_exponents_refuse_bad_edges():
+    pm = sc.powerlaw_modes(100, 2.0, 0.8)
+    with pytest.raises(ValueError, match="edges"):
+        px.local_exponents(pm.r, pm.C, np.full(100, 1e-6), [10, 5])
+    with pytest.raises(ValueError, match="edges"):
+        px.local_exponents(pm.r, pm.C, np.full(100, 1e-6), [3, 80])
+
+
+def test_exponent_shifts_vanish_for_the_aligned_start_and_follow_eq_292():
+    a1, a2, m = 2.0, 0.8, 200
+    eps = np.array([1e-6, 1e-12, 1e-24])
+    ones = [np.ones(m)]
+    # c = 1, beta0 = alpha1 - alpha2 is the aligned start itself
+    with np.errstate(divide="ignore"):  # its rates: logs of exact zeros
+        aligned = px.exponent_shifts(a1, a2, a1 - a2, eps, ones, m=m)
+    assert np.abs(aligned.shift).max() < 1e-9
+    # the uniform start: Eq. 292 mode by mode, written out
+    c = np.random.default_rng(1).uniform(0.5, 2.0, m)
+    res = px.exponent_shifts(a1, a2, 0.0, eps, [c], m=m)
+    pm = sc.powerlaw_modes(m, a1, a2)
+    for i, e in enumerate(eps):
+        ln = np.log(pm.r / pm.C / (e * c))
+        keff = (a1 - 1) / (a2 - (a1 - a2) / ln)
+        want = keff[3:50].mean() - (a1 - 1) / a2
+        assert res.shift_eq292[0, i] == pytest.approx(want, rel=1e-12)
+    # a uniform start is steeper, by a shift that falls like 1/ln(1/eps)
+    assert np.all(res.shift > 0) and np.all(res.shift_eq292 > 0)
+    assert res.q_eq292[0] == pytest.approx(1.0, abs=0.3)
+    assert res.shift.shape == (1, 3) and res.q.shape == (1,)
+
+
+def test_exponent_shifts_refuse_bad_input():
+    with pytest.raises(ValueError, match="eps"):
+        px.exponent_shifts(2.0, 0.8, 0.0, [1e-6], [np.ones(100)], m=100)
+    with pytest.raises(ValueError, match="window"):
+        px.exponent_shifts(
+            2.0, 0.8, 0.0, [1e-6, 1e-9], [np.ones(100)], m=100, window=(3, 99)
+        )
+
+
+def test_theory_exponents_match_the_hand_loss_from_each_start():
+    pm = sc.powerlaw_modes(80, 2.0, 0.8)
+    z0 = np.random.default_rng(2).uniform(0.5, 2.0, (3, 80)) * 1e-8
+    out = px.theory_exponents(
+        pm.r, pm.C, z0, (2, 30), span=(0, 40), margin=(10, 1.1), n_grid=500
+    )
+    ts = np.array([_switch_on(pm.r, pm.C, z) for z in z0])
+    assert np.allclose(out.ts, ts, rtol=1e-12)
+    assert out.t[0] == pytest.approx(ts[:, 0].min() / 10, rel=1e-12)
+    assert out.t[-1] == pytest.approx(ts[:, 40].max() * 1.1, rel=1e-12)
+    for j, z in enumerate(z0):
+        hand = _loss(out.t, pm.r, pm.C, z)
+        assert np.allclose(out.E[:, j], hand, rtol=1e-9)
+        fine = np.geomspace(out.t[0], out.t[-1], 5000)
+        want = -_slope(fine, _loss(fine, pm.r, pm.C, z), *ts[j, [2, 30]])
+        assert out.fits[j] == pytest.approx(want, abs=0.01)
+
+
+def test_theory_exponents_refuse_bad_windows_and_margins():
+    pm = sc.powerlaw_modes(20, 2.0, 0.8)
+    z0 = np.full((2, 20), 1e-6)
+    with pytest.raises(ValueError, match="window"):
+        px.theory_exponents(pm.r, pm.C, z0, (2, 20))
+    with pytest.raises(ValueError, match="margin"):
+        px.theory_exponents(pm.r, pm.C, z0, (2, 10), margin=(0.5, 1.0))
+
+
+def test_onehot_ensemble_equals_separate_runs():
+    m, d, n, lr = 30, 3, 3, 0.2
+    pm = sc.powerlaw_modes(m, 1.8, 1.2)
+    W0 = 1e-3 * np.random.default_rng(3).standard_normal((n * m, d))
+    t, L = px.onehot_ensemble(pm.a, pm.y, W0, lr, 400, n, every=10)
+    assert L.shape == (t.size, n)
+    for j in range(n):
+        W_j = W0[j * m : (j + 1) * m]
+        t_j, z_j = sc.onehot_quadratic_gd(pm.a, pm.y, W_j, lr, 400, every=10)
+        assert np.allclose(t, t_j, rtol=1e-12)
+        want = ((pm.a * z_j - pm.y) ** 2).sum(axis=1)
+        assert np.allclose(L[:, j], want, rtol=1e-9)
+
+
+def test_onehot_ensemble_refuses_an_empty_ensemble():
+    pm = sc.powerlaw_modes(5, 1.8, 1.2)
+    with pytest.raises(ValueError, match="n_ens"):
+        px.onehot_ensemble(pm.a, pm.y, np.ones((5, 2)), 0.1, 10, 0)
+
+
+def test_train_to_switch_on_runs_past_the_switch_on_from_the_target_loss():
+    M, P, c, lr = 64, 6, 0.1, 0.5
+    _, psi = fo.fourier_features(M, P)
+    kk = np.arange(1, P + 1, dtype=float)
+    s, b = kk**-0.5, kk**-1.5
+    a0, W0 = 1e-4 * np.random.default_rng(4).standard_normal((2, 2, P))
+    t, L = px.train_to_switch_on(a0, W0, s, b, psi, lr, c=c, last=3)
+    # Eq. 297: r_k = 4 c s_k b_k, C_kk = 2 s_k^2, from z_k(0) = (a + W)^2/2
+    ts = _switch_on(4 * c * s * b, 2 * s**2, (a0 + W0) ** 2 / 2)
+    assert t.size == int(np.ceil(1.05 * ts[:, 3].max() / lr))
+    # a tiny start predicts almost nothing: the target's power, c^2 sum b^2
+    assert np.allclose(L[0], c**2 * (b**2).sum(), rtol=1e-6)
+    assert np.all(L[-1] < L[0])
+
+
+def test_train_to_switch_on_refuses_a_short_run():
+    _, psi = fo.fourier_features(16, 3)
+    one = np.ones((1, 3))
+    with pytest.raises(ValueError, match="overrun"):
+        px.train_to_switch_on(
+            1e-3 * one, one, one[0], one[0], psi, 0.1, overrun=0.5
+        )
+
+
+def test_net_vs_nqf_on_power_laws_a_constant_factor_apart():
+    t = np.concatenate([[0.0], np.geomspace(1.0, 1e4, 300)])
+    L_nqf = np.stack([(1 + t) ** -1.5, (1 + t) ** -0.5], axis=1)
+    L_net = L_nqf * np.exp([0.1, 0.2])
+    ts = np.tile(np.geomspace(10.0, 1e3, 15), (2, 1))
+    out = px.net_vs_nqf(t, L_net, L_nqf, ts)
+    assert np.allclose(out["fit_net"], out["fit_nqf"], rtol=1e-12)
+    assert np.allclose(out["fit_net"], [1.5, 0.5], rtol=0.02)
+    assert np.allclose(out["gap"], [0.1, 0.2], rtol=1e-12)
+    assert np.allclose(out["gap_mean"], [0.1, 0.2], rtol=1e-12)
+    with pytest.raises(ValueError, match="L_nqf"):
+        px.net_vs_nqf(t, L_net, L_nqf[:, :1], ts)
+
+
+def test_fourier_power_law_windows_exponents_and_bad_input():
+    theta, beta, P, z0 = 0.5, 1.5, 256, 1e-8
+    out = px.fourier_power_law(theta, beta, P, 0.1, z0, window=(4, 60))
+    kk = np.arange(1, P + 1, dtype=float)
+    s, b = kk**-theta, kk**-beta
+    ts = _switch_on(4 * 0.1 * s * b, 2 * s**2, z0)
+    assert out.window == pytest.approx((ts[4], ts[60]), rel=1e-12)
+    assert out.pred == pytest.approx((2 * beta - 1) / (theta + beta))
+    # App. C, Eq. 292: k_eff above the eps -> 0 exponent, the fit near k_eff
+    assert out.keff > out.pred
+    assert -out.fit.slope == pytest.approx(out.keff, rel=0.04)
+    with pytest.raises(ValueError, match="window"):
+        px.fourier_power_law(theta, beta, 50, 0.1, z0, window=(4, 60))
+
+
+def _ntk_drift_by_differences(d, alpha_A, alpha_B, seed, m=6, p=4, n_w=16):
+    """||dTheta/dt|| from the NTK of autograd, differenced along -dL/dW."""
+    g_ = np.random.default_rng(seed)
+    sym = lambda X: (X + np.swapaxes(X, -1, -2)) / 2  # noqa: E731
+    g = torch.tensor(g_.standard_normal((m, p)) * d**-0.5)
+    B = torch.tensor(sym(g_.standard_normal((m, p, p))) * d**-alpha_B)
+    A = torch.tensor(sym(g_.standard_normal((m, p, p))) * d**-alpha_A)
+    y = torch.tensor(g_.standard_normal(m))
+    Ws = torch.tensor(g_.standard_normal((n_w, d, p)) / np.sqrt(d))
+
+    def f(W):  # one draw, the NQF of the paper's Eq. 20
+        mu, M = W.sum(0), W.T @ W
+        return (
+            g @ mu
+            + torch.einsum("i,nij,j->n", mu, B, mu)
+            + (torch.einsum("ij,nji->n", M, A))
+        )
+
+    def ntk(W):
+        J = torch.autograd.functional.jacobian(f, W).reshape(m, -1)
+        return J @ J.T
+
+    out = []
+    for W in Ws:
+        loss = lambda W: ((f(W) - y) ** 2).mean()  # noqa: E731
+        v = -torch.autograd.functional.jacobian(loss, W)
+        h = 1e-4
+        dtheta = (ntk(W + h * v) - ntk(W - h * v)) / (2 * h)
+        out.append((dtheta**2).sum())
+    return float(torch.sqrt(torch.stack(out).mean()))
+
+
+def test_ntk_drift_equals_a_finite_difference_of_the_autograd_ntk():
+    for d, aA, aB in ((8, 2.0, 1.5), (16, 0.0, 1.5)):
+        got = px.ntk_drift(d, aA, aB, seed=5)
+        assert got == pytest.approx(
+            _ntk_drift_by_differences(d, aA, aB, 5), rel=1e-6
+        )
+
+
+def test_ntk_drift_grows_with_the_width_as_proposition_9_says():
+    widths = np.array([64, 256, 1024, 4096])
+    # max(1 - alpha_B, -alpha_A): the alpha_B branch, then the alpha_A branch
+    for aA, aB, pred in ((2.0, 1.5, -0.5), (1.0, 2.5, -1.0)):
+        drifts = [px.ntk_drift(d, aA, aB, seed=7) for d in widths]
+        slope = np.polyfit(np.log(widths), np.log(drifts), 1)[0]
+        assert slope == pytest.approx(pred, abs=0.15)
+    with pytest.raises(ValueError, match="d"):
+        px.ntk_drift(0, 2.0, 1.5, 7)
+    with pytest.raises(TypeError, match="d"):
+        px.ntk_drift(64.5, 2.0, 1.5, 7)
+
+
+def test_plain_mlp_control_follows_its_one_linear_mode():
+    M, H, lr = 64, 32, 0.5
+    x = np.arange(M) / M
+    y = (
+        0.1
+        * np.sqrt(2)
+        * np.sin(2 * np.pi * np.outer(x, [1.0, 2.0]))
+        @ [
+            1.0,
+            0.35,
+        ]
+    )
+    u0, v0 = 1e-4 * np.random.default_rng(6).standard_normal((2, 2, H))
+    out = px.plain_mlp_control(u0, v0, x, y, lr)
+    # the one linear feature x: r = 4|<xy>|, C = 2<x^2>, V = <xy>^2/<x^2>
+    xy, xx = np.mean(x * y), np.mean(x**2)
+    assert out.V == pytest.approx(xy**2 / xx, rel=1e-12)
+    assert out.L0 == pytest.approx(np.mean(y**2), rel=1e-12)
+    # its mode from z(0) = (u + sign(<xy>) v)^2 / 2 reaches 90 % at t_90
+    r, C = 4 * abs(xy), 2 * xx
+    z0 = ((u0 + np.sign(xy) * v0) ** 2).sum(axis=1) / 2
+    t90 = (np.log(9 * (r / C - z0) / z0) / r).max()
+    assert out.t.size == int(3 * t90 / lr)
+    # the flow's logistic, written out; GD's at the rate (2/lr) ln(1 + lr r/2)
+    e = np.exp(r * out.t)[:, None]
+    z = z0 * e / (1 + C * z0 * (e - 1) / r)
+    assert np.allclose(
+        out.L_flow, out.L0 - out.V * (1 - (1 - z * C / r) ** 2), rtol=1e-9
+    )
+    # the networks learn the linear part only, as the GD-rate mode predicts
+    assert np.abs(out.L / out.L_gd - 1).max() < 0.004
+    assert np.abs(out.L / out.L_flow - 1).max(axis=0).min() > 0.005
+    with pytest.raises(ValueError, match="v0"):
+        px.plain_mlp_control(u0, v0[:, :3], x, y, lr)
