@@ -12,7 +12,20 @@ Used by the chapters, the tests and the benchmarks.
 - :mod:`~nqf_lite.experiments.pool`: many runs in parallel, results in order
   (used by chapter 7);
 - :mod:`~nqf_lite.experiments.ensemble`: ensembles of networks trained at
-  once (``vmap``).
+  once (``vmap``);
+- :mod:`~nqf_lite.experiments.architectures`: chapter 2's truncation-error
+  ensembles and the feed-forward invariance (Thm 1, Prop. 2, Eqs. 17-19);
+- :mod:`~nqf_lite.experiments.real_networks`: chapter 3's runners: twin
+  checks, the Fig. 2 ensembles, online teachers (Fig. 6), the digits
+  splits (Fig. 7);
+- :mod:`~nqf_lite.experiments.power_laws`: the power-law runs of chapter 7
+  (Thms 9, 11; Eqs. 292-298; Prop. 9): exponents of exact loss curves, the
+  one-hot and Fourier ensembles, the plain-MLP control, the NTK's drift;
+- :mod:`~nqf_lite.experiments.deep_runs`: a tanh MLP next to its deep NQFs
+  (the paper's Fig. 8), several models trained at once, and the checks of
+  Theorems 14 and 15 (chapter 9);
+- :mod:`~nqf_lite.experiments.attention_runs`: the attention half of the
+  paper's Fig. 8 (chapter 9).
 
 This layer imports the library; the library never imports it.
 """
