@@ -112,7 +112,8 @@ class _Zero:
 def test_nqf_error_of_a_zero_expansion_is_one():
     W = np.array([[0.5, -0.3]])
     x = torch.ones(1, dtype=torch.float64)
-    assert lx.nqf_error(_square_of_sum, _Zero(), W, x) == pytest.approx(1.0)
+    err = lx.nqf_error(_square_of_sum, _Zero(), [W, 2 * W], x)
+    np.testing.assert_array_equal(err, [1.0, 1.0])
 
 
 def test_reflection_gaps_gd_keeps_m_adam_does_not():

@@ -132,3 +132,20 @@ def test_cor4_problem_meets_its_conditions():
     assert abs(ratio / 2 - 1) < 0.1  # first order in lr
     with pytest.raises(ValueError, match="n_records"):
         sl.cor4_draw(pb, (0.01,), 10.0, n_records=0)
+
+
+def test_unseen_label_shift_keeps_the_traces_and_breaks_the_condition():
+    ranks, A, y, Pi = _projector_problem()
+    dy = sl.unseen_label_shift(A, y, Pi, np.random.default_rng(9))
+    assert np.linalg.norm(dy) == pytest.approx(np.linalg.norm(y))
+    # Tr[A_n Pi_a] / rank_a, column by column: dy is orthogonal to each
+    lam = np.array(
+        [[np.trace(An @ P) / k for P, k in zip(Pi, ranks)] for An in A]
+    )
+    np.testing.assert_allclose(lam.T @ dy, 0.0, atol=1e-12)
+    before = pj.projector_coefficients(A, y, Pi)
+    after = pj.projector_coefficients(A, y + dy, Pi)
+    np.testing.assert_allclose(after.gamma, before.gamma, atol=1e-12)
+    assert before.residual < 1e-12 < after.residual
+    with pytest.raises(ValueError, match="y"):
+        sl.unseen_label_shift(A, y[:-1], Pi, np.random.default_rng(9))

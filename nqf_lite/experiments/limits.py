@@ -247,12 +247,15 @@ def normed_layer(eps: float, kind: str, k: int) -> Layer:
     return f
 
 
-def nqf_error(f: Layer, e: object, W: object, x: object) -> float:
-    """Relative error ``|f(W) - NQF(W)| / |f(W)|`` of the expansion ``e``
+def nqf_error(f: Layer, e: object, Ws: object, x: object) -> np.ndarray:
+    """Relative errors ``|f(W) - NQF(W)| / |f(W)|`` of the expansion ``e``
     (anything with ``predict(W)``, e.g. :func:`nqf_lite.expand`'s, Eq. 20)
-    at weights ``W`` and input ``x``."""
-    fw = float(f(torch.tensor(W), x))
-    return abs(fw - e.predict(W)) / abs(fw)
+    at each of the weights ``Ws`` (n, p, d) and the input ``x``."""
+    out = []
+    for W in Ws:
+        fw = float(f(torch.tensor(W), x))
+        out.append(abs(fw - e.predict(W)) / abs(fw))
+    return np.array(out)
 
 
 def reflection_gaps(

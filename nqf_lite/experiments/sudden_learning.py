@@ -5,8 +5,9 @@
 - :func:`rescaled_run`: the GLV flow in rescaled time ``t / ln(1/eps)``
   (Thms 6, 8, 9);
 - :func:`isotropic_structures`: the isotropic samples of Thm 7;
-- :func:`projector_gd`, :func:`thm16_draw`: GD on data on orthogonal
-  projectors against the exact map (Thm 16);
+- :func:`projector_gd`, :func:`thm16_draw`, :func:`unseen_label_shift`:
+  GD on data on orthogonal projectors against the exact map, and labels
+  that break the theorem's condition (Thm 16);
 - :func:`linear_gd_singular_values`, :func:`cor4_problem`,
   :func:`cor4_draw`: the two-layer linear network of Cor. 4 (Saxe et al.).
 """
@@ -32,6 +33,7 @@ __all__ = [
     "projector_gd",
     "rescaled_run",
     "thm16_draw",
+    "unseen_label_shift",
 ]
 
 
@@ -171,6 +173,41 @@ def projector_gd(
     co = pj.projector_coefficients(A, y, Pi)
     z_map = pj.projector_gd_map(co.gamma, co.kappa, z0, lr, n_steps)
     return z_gd, z_map[::every], off_gd.max() / np.abs(M).max()
+
+
+def unseen_label_shift(
+    A: object, y: object, Pi: object, g: np.random.Generator
+) -> np.ndarray:
+    """A random label shift ``dy`` that the traces of Thm 16 cannot see.
+
+    ``dy`` (of the norm of ``y``) is orthogonal to every column ``lam_a =
+    Tr[A_n Pi_a] / rank_a``, so ``y + dy`` leaves the constants ``gamma_a``
+    of Eq. 253's traces unchanged while it breaks the condition Eq. 253
+    itself: the control of the theorem's hypothesis.
+
+    Parameters
+    ----------
+    A : array_like, shape (m, p, p)
+    y : array_like, shape (m,)
+    Pi : array_like, shape (R, p, p)
+    g : numpy.random.Generator
+        Draws ``m`` standard normals.
+
+    Returns
+    -------
+    ndarray, shape (m,)
+    """
+    A, Pi = as_array("A", A, ndim=3), as_array("Pi", Pi, ndim=3)
+    y = as_array("y", y, ndim=1)
+    if len(y) != len(A):
+        raise ValueError(f"y must hold one label per A_n ({len(A)})")
+    ranks = np.einsum("aii->a", Pi).round()
+    lam = np.einsum("nij,aji->na", A, Pi) / ranks
+    frame = np.linalg.qr(lam)[0]
+    dy = g.standard_normal(len(y))
+    dy -= frame @ (frame.T @ dy)
+    dy *= np.linalg.norm(y) / np.linalg.norm(dy)
+    return dy
 
 
 def thm16_draw(
