@@ -1,0 +1,174 @@
+"""The runners of chapter 10 (nqf_lite.experiments.limits), against hand
+cases and closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from nqf_lite import random_nqf
+from nqf_lite.book.seeding import seeds
+from nqf_lite.deep.higher_order import theorem13
+from nqf_lite.expansion.models import fourier as fo
+from nqf_lite.experiments import limits as lx
+
+
+def test_normal_draws_are_one_generator_per_seed():
+    draws = lx.normal_draws(3, (2, 4), "test", "limits")
+    assert draws.shape == (3, 2, 4)
+    for j, s in enumerate(seeds(3, "test", "limits")):
+        expected = np.random.default_rng(s).standard_normal((2, 4))
+        np.testing.assert_array_equal(draws[j], expected)
+    assert not np.allclose(draws[0], draws[1])
+
+
+def _exp_layer(W, x):
+    """exp(x . sum_i w_i) - 1: t -> f(tW) has coefficients s^k / k!."""
+    return torch.exp(x @ W.sum(dim=1)) - 1.0
+
+
+def test_taylor_coefficients_of_an_exponential():
+    W = np.array([[0.3, -0.1], [0.2, 0.4]])
+    x = torch.tensor([1.0, -0.5], dtype=torch.float64)
+    s = float(x.numpy() @ W.sum(axis=1))
+    coef = lx.taylor_coefficients(_exp_layer, W, x, 4)
+    expected = [s**k / math.factorial(k) for k in range(1, 5)]
+    np.testing.assert_allclose(coef, expected, rtol=1e-12)
+
+
+def _square_of_sum(W, x):
+    """(sum_i w_i)^2 with one parameter per unit (p = 1)."""
+    return W.sum() ** 2
+
+
+def test_partition_terms_of_a_square_by_hand():
+    x = torch.zeros(1, dtype=torch.float64)
+    e = theorem13(_square_of_sum, x, 1, 2, d=3)
+    w = np.array([[0.5, -1.0, 2.0]])
+    # (sum w)^2 = sum w_i^2 (one neuron) + sum_{i != j} w_i w_j (two)
+    own = float((w**2).sum())
+    np.testing.assert_allclose(lx.partition_term(e, (2,), w), own)
+    cross = float(w.sum() ** 2 - own)
+    np.testing.assert_allclose(lx.partition_term(e, (1, 1), w), cross)
+    with pytest.raises(ValueError, match="lam"):
+        lx.partition_term(e, (3,), w)
+
+
+def test_series_remainders_fall_one_order_faster():
+    W = np.array([[0.3, -0.1], [0.2, 0.4]])
+    x = torch.tensor([1.0, -0.5], dtype=torch.float64)
+    s = float(x.numpy() @ W.sum(axis=1))
+    terms = [s**k / math.factorial(k) for k in range(1, 4)]
+    eps = np.array([1e-2, 3e-2])
+    rem = lx.series_remainders(_exp_layer, W, x, eps, terms)
+    # the first term left out: (eps s)^(K+1) / (K+1)!
+    lead = [(eps * s) ** (K + 1) / math.factorial(K + 1) for K in (1, 2, 3)]
+    np.testing.assert_allclose(rem, np.abs(np.array(lead).T), rtol=0.05)
+    with pytest.raises(ValueError, match="eps"):
+        lx.series_remainders(_exp_layer, W, x, [-1e-3], terms)
+
+
+def test_odd_fractions_of_relu_and_tanh():
+    x = torch.tensor([0.7, -0.2, 0.4], dtype=torch.float64)
+    W = torch.tensor(np.random.default_rng(1).standard_normal((4, 6)))
+    relu = lambda W, x: (W[3] * torch.relu(x @ W[:3])).sum()  # noqa: E731
+    tanh = lambda W, x: (W[3] * torch.tanh(x @ W[:3])).sum()  # noqa: E731
+    # relu: f(hW) = h^2 a, f(-hW) = -h^2 b with a = sum v relu(z) and
+    # b = sum v relu(-z): the scale h drops out
+    z = x @ W[:3]
+    a = float((W[3] * torch.relu(z)).sum())
+    b = float((W[3] * torch.relu(-z)).sum())
+    rho = abs(a + b) / (abs(a) + abs(b))
+    fr = lx.odd_fractions(relu, W, x, [1e-3, 1.0])
+    np.testing.assert_allclose(fr, [rho, rho], rtol=1e-9)
+    # tanh is odd per unit: f(-W) = f(W) exactly (v tanh(u.x) is even)
+    assert max(lx.odd_fractions(tanh, W, x, [1e-3, 1.0])) < 1e-12
+
+
+def test_normed_layer_is_layer_norm_by_hand():
+    rng = np.random.default_rng(2)
+    W, x = rng.standard_normal((4, 5)), rng.standard_normal(3)
+    z = x @ W[:3]
+    ln = (z - z.mean()) / np.sqrt(z.var() + 1e-3)
+    rms = z / np.sqrt((z**2).mean() + 1e-3)
+    for kind, h in (("ln", ln), ("rms", rms)):
+        f = lx.normed_layer(1e-3, kind, 3)
+        got = float(f(torch.tensor(W), torch.tensor(x)))
+        np.testing.assert_allclose(got, W[3] @ h, rtol=1e-12)
+    with pytest.raises(ValueError, match="kind"):
+        lx.normed_layer(1e-3, "batch", 3)
+    with pytest.raises(ValueError, match="eps"):
+        lx.normed_layer(-1.0, "ln", 3)
+
+
+class _Zero:
+    def predict(self, W):
+        return 0.0
+
+
+def test_nqf_error_of_a_zero_expansion_is_one():
+    W = np.array([[0.5, -0.3]])
+    x = torch.ones(1, dtype=torch.float64)
+    err = lx.nqf_error(_square_of_sum, _Zero(), [W, 2 * W], x)
+    np.testing.assert_array_equal(err, [1.0, 1.0])
+
+
+def test_reflection_gaps_gd_keeps_m_adam_does_not():
+    g = np.random.default_rng(3)
+    model = random_nqf(12, 4, seed=g)
+    y, W = g.standard_normal(12), 0.01 * g.standard_normal((4, 6))
+    n = g.standard_normal(6)
+    n = (n - n.mean()) / np.linalg.norm(n - n.mean())
+    O = np.eye(6) - 2 * np.outer(n, n)
+    gd, adam = lx.reflection_gaps(model, W, O, y, 0.01, 50)
+    assert gd.shape == adam.shape == (50,)
+    assert gd.max() < 1e-10 and adam.max() > 1e-2
+    # O = I: the two runs are one run
+    gd, adam = lx.reflection_gaps(model, W, np.eye(6), y, 0.01, 5)
+    assert gd.max() == 0.0 and adam.max() == 0.0
+    with pytest.raises(ValueError, match="O"):
+        lx.reflection_gaps(model, W, np.eye(5), y, 0.01, 5)
+
+
+def test_fourier_exponents_from_zero_stand_still():
+    # from a = W = 0 nothing moves: the loss is (1/M) sum y^2 = c^2 sum b_k^2
+    _, psi = fo.fourier_features(32, 4)
+    zero = np.zeros((2, 4))
+    R = lx.fourier_exponents(
+        zero, zero, psi, 0.5, 1.5, 0.5, 1.0, 0.1, 40, (1.0, 3.0)
+    )
+    L0 = 0.25 * sum(k**-3.0 for k in range(1, 5))
+    np.testing.assert_allclose(R["L_net"], L0, rtol=1e-12)
+    np.testing.assert_allclose(R["L_nqf"], L0, rtol=1e-12)
+    np.testing.assert_allclose(R["net"], 0.0, atol=1e-12)
+    assert R["arg"].max() == 0.0 and R["a1"].max() == 0.0
+    assert R["pred"] == pytest.approx((3.0 - 1) / (0.5 + 1.5))
+    with pytest.raises(ValueError, match="window"):
+        lx.fourier_exponents(
+            zero, zero, psi, 0.5, 1.5, 0.5, 1.0, 0.1, 40, (3.0, 1.0)
+        )
+
+
+def test_escape_time_by_hand():
+    t = np.array([0.0, 1.0, 2.0, 3.0])
+    L = np.array([[1.0, 2.0], [0.6, 1.5], [0.4, 1.2], [0.2, 1.1]])
+    np.testing.assert_array_equal(lx.escape_time(t, L), [2.0, np.inf])
+    with pytest.raises(ValueError, match="L"):
+        lx.escape_time(t, L[:3])
+
+
+def test_error_slopes_count_the_orders_left_out():
+    x = torch.tensor([1.0, -0.5], dtype=torch.float64)
+    s = lambda W: float(x.numpy() @ W.sum(axis=1))  # noqa: E731
+    first = lambda W: s(W)  # noqa: E731
+    second = lambda W: s(W) + s(W) ** 2 / 2  # noqa: E731
+    Ws = np.random.default_rng(8).standard_normal((3, 2, 2))
+    eps = np.array([1e-3, 2e-3, 4e-3])
+    slopes = lx.error_slopes(_exp_layer, x, Ws, eps, first, second)
+    assert slopes.shape == (3, 2)
+    np.testing.assert_allclose(slopes, [[2.0, 3.0]] * 3, atol=0.02)
+    with pytest.raises(ValueError, match="eps"):
+        lx.error_slopes(_exp_layer, x, Ws, [1e-3], first)
