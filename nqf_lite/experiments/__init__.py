@@ -25,7 +25,13 @@ Used by the chapters, the tests and the benchmarks.
   (the paper's Fig. 8), several models trained at once, and the checks of
   Theorems 14 and 15 (chapter 9);
 - :mod:`~nqf_lite.experiments.attention_runs`: the attention half of the
-  paper's Fig. 8 (chapter 9).
+  paper's Fig. 8 (chapter 9);
+- :mod:`~nqf_lite.experiments.limits`: the runs of chapter 10 (where the
+  theory stops): Theorem 13 against Taylor's formula, normalised layers,
+  GD vs Adam from W and WO, the Fourier MLP of the paper's Fig. 5;
+- :mod:`~nqf_lite.experiments.sudden_learning`: the runs of chapter 6: the
+  GLV flow in rescaled time, GD on projector data (Thm 16), the linear
+  network of Cor. 4.
 
 This layer imports the library; the library never imports it.
 """
