@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from nqf_lite.expansion.models import MODELS
+from nqf_lite.expansion.models.mlp import TwoLayerMLP
 from nqf_lite.experiments import atlas
 
 PR_RATES = np.array([1.0, 0.6, 0.35])
@@ -124,3 +125,31 @@ def test_staged_bad_input():
         atlas.staged_run("phase_retrieval", PR_RATES, 0, 1e-6, 0, 0.2, 5)
     with pytest.raises(ValueError, match="two runs"):
         atlas.compare_switch_on([{}], 1e-6, 0.2, 8, 3.0, None, 0.01)
+
+
+def test_structure_class_hand_cases():
+    assert atlas.structure_class(np.diag([1.0, 2.0, 0.0])) == (
+        "diagonal, PSD",
+        2,
+    )
+    ff = np.zeros((4, 4))
+    ff[:2, 2:] = ff[2:, :2] = np.eye(2)  # u meets v only: Eq. 17
+    assert atlas.structure_class(ff) == ("feed-forward (Eq. 17)", 4)
+    assert atlas.structure_class(np.ones((3, 3))) == ("PSD", 1)
+    assert atlas.structure_class([[1.0, 2.0], [2.0, 1.0]]) == (
+        "indefinite",
+        2,
+    )
+    # several outputs: the first
+    assert atlas.structure_class(np.stack([np.eye(2), -np.ones((2, 2))]))[0]
+    with pytest.raises(ValueError, match="A must be"):
+        atlas.structure_class(np.ones((2, 3)))
+
+
+def test_is_even_tanh_but_not_gelu():
+    tanh, gelu = MODELS["mlp"], TwoLayerMLP(act="gelu")
+    draws = [tanh.sample(np.random.default_rng(k)) for k in range(3)]
+    assert atlas.is_even(tanh, draws)  # v tanh(u.x) is even in (u, v)
+    assert not atlas.is_even(gelu, draws)
+    with pytest.raises(ValueError, match="tol"):
+        atlas.is_even(tanh, draws, tol=-1.0)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from scipy.special import polygamma
 from scipy.stats import ortho_group
+from torch import nn
 
+from nqf_lite import expand_dataset, module_units, predict_learning
 from nqf_lite.experiments import design_runs as dr
 
 Y = 0.1 * np.array([1.0, 0.6, 0.35, 0.2])
@@ -94,3 +97,33 @@ def test_load_images_digits():
     assert set(np.unique(labels)) == set(range(10))
     with pytest.raises(TypeError, match="mnist"):
         dr.load_images(mnist="yes")
+
+
+def test_forecast_order_and_closed_switch_on():
+    X = ortho_group.rvs(4, random_state=np.random.default_rng(0))
+    run = dr.moe_run("tanh", 16, [1, 2, 3], X, Y, 1e-7, 2.0)
+    p, p_up, tally = dr.forecast_order(
+        run, 1e-7, 2.0, np.random.default_rng(0), 0.01
+    )
+    assert 0 <= p <= p_up <= 1
+    # the rates 0.1, 0.06, 0.035, 0.02 are far apart: no seed flips them
+    assert tally.out_of_order == 0 and tally.off_own_order == 0
+    with pytest.raises(ValueError, match="sigma2"):
+        dr.forecast_order(run, 0.0, 2.0, np.random.default_rng(0), 0.01)
+    # a tanh layer's own NQF, trained exactly: its first mode switches on
+    # where the forecast (Eq. 39 with the GD-step correction) says, up to
+    # the logistic's lead of (3/4) ln 2 = 0.52 steps and a bend of the
+    # non-commuting data
+    torch.manual_seed(0)
+    layer = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    layer = layer.double()
+    units = module_units(layer)
+    nqf = expand_dataset(layer, torch.as_tensor(np.eye(4)))
+    y = np.array([0.3, 0.2, 0.1, 0.05])
+    W0 = 1e-3 * np.random.default_rng(1).standard_normal((units.p, units.d))
+    fc = predict_learning(nqf, y=y, W0=W0, lr=0.2, warn=False)
+    first = fc.order[0]
+    t = dr.closed_switch_on(nqf, fc, W0, y, 0.2, 400, first)
+    assert abs(t - fc.switch_on_steps[first]) < 1.0
+    with pytest.raises(ValueError, match="W0"):
+        dr.closed_switch_on(nqf, fc, W0[0], y, 0.2, 400, first)

@@ -6,7 +6,8 @@ The runners of chapter 8 ("One model, seventeen faces"):
   model and its quadratic form ``f0 + g.mu + mu^T B mu + Tr[M A]`` (Thm 1,
   Eq. 2) at the same weights;
 - :func:`coefficient_gap`: the closed-form structure against autograd's
-  Taylor coefficients;
+  Taylor coefficients; :func:`structure_class`: what kind of matrix an
+  ``A(x)`` is; :func:`is_even`: whether the odd Taylor terms vanish;
 - :func:`remainder_slope`, :func:`signed_remainder`: the order of the
   remainder (Thm 1, Eq. 2 and Remark);
 - :func:`staged_data`, :func:`staged_prediction`, :func:`staged_run`,
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 from scipy.stats import ortho_group
 
-from nqf_lite._checks import as_array, integer, natural, positive
+from nqf_lite._checks import as_array, fraction, integer, natural, positive
 from nqf_lite.design.corrections import (
     SATURATION_LEAD_STEPS,
     gd_growth_rate,
@@ -47,6 +48,7 @@ __all__ = [
     "STAGED_TASKS",
     "coefficient_gap",
     "compare_switch_on",
+    "is_even",
     "native",
     "quadratic_form",
     "remainder_gap",
@@ -55,6 +57,7 @@ __all__ = [
     "staged_data",
     "staged_prediction",
     "staged_run",
+    "structure_class",
 ]
 
 #: the registered models whose staged learning chapter 8 predicts
@@ -118,7 +121,24 @@ def quadratic_form(
 
 
 def remainder_gap(model: Model, W: np.ndarray, x: Any, eps: float) -> float:
-    """``max |f(eps W) - NQF(eps W)|`` over the outputs (Thm 1, Eq. 2)."""
+    """``max |f(eps W) - NQF(eps W)|`` over the outputs (Thm 1, Eq. 2).
+
+    Parameters
+    ----------
+    model : Model
+    W : ndarray
+        Weights in the model's convention.
+    x : object
+        One input.
+    eps : float
+        The weight scale.
+
+    Returns
+    -------
+    float
+        Round-off for the exact rows of Table 3 (Eq. 4); ``O(eps^3)`` or
+        ``O(eps^4)`` for the others.
+    """
     nqf = quadratic_form(model, W, x, eps)
     return float(np.max(np.abs(native(model, eps * W, x) - nqf)))
 
@@ -152,6 +172,66 @@ def coefficient_gap(model: Model, W: np.ndarray, x: Any) -> float:
     f0 = native(model, np.zeros_like(W), x)  # f(0) at the sampled width
     gaps = (s.A - e.A, g - e.g, B - e.B, s.f0 - f0)
     return float(max(np.abs(d).max() for d in gaps))
+
+
+def structure_class(A: object) -> tuple[str, int]:
+    """A short description of one structure matrix and its rank.
+
+    "diagonal", or "feed-forward (Eq. 17)" when a split of the units into two
+    blocks leaves only off-diagonal blocks (Props. 1-3); then "PSD" when no
+    eigenvalue is negative; "indefinite" when none applies. Entries below
+    ``1e-10 max |A|`` count as zero. For several outputs, the first.
+
+    Parameters
+    ----------
+    A : array_like, shape (..., p, p)
+        Symmetric.
+
+    Returns
+    -------
+    (str, int)
+        The description and the numerical rank.
+    """
+    A = as_array("A", A)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"A must be (..., p, p), got shape {A.shape}")
+    A = A.reshape(-1, *A.shape[-2:])[0]
+    tol = 1e-10 * max(np.abs(A).max(), 1e-300)
+
+    def small(B):
+        return np.all(np.abs(B) <= tol)
+
+    kinds = []
+    if small(A - np.diag(np.diag(A))):
+        kinds.append("diagonal")
+    elif any(small(A[:s, :s]) and small(A[s:, s:]) for s in range(1, len(A))):
+        kinds.append("feed-forward (Eq. 17)")
+    if np.linalg.eigvalsh(A).min() >= -tol:
+        kinds.append("PSD")
+    rank = int(np.linalg.matrix_rank(A, tol=tol))
+    return ", ".join(kinds) or "indefinite", rank
+
+
+def is_even(model: Model, draws: Sequence, tol: float = 1e-12) -> bool:
+    """Whether ``f(-W) = f(W)`` on every draw ``(W, x)``, to ``tol``.
+
+    Then the odd Taylor terms vanish and the remainder of Thm 1, Eq. 2 is
+    ``O(eps^4)`` (the Remark), not ``O(eps^3)``.
+
+    Parameters
+    ----------
+    model : Model
+    draws : sequence of (W, x)
+        Samples of the model (``model.sample``).
+    tol : float > 0
+
+    Returns
+    -------
+    bool
+    """
+    tol = positive("tol", tol)
+    odd = [native(model, -W, x) - native(model, W, x) for W, x in draws]
+    return all(np.max(np.abs(d)) <= tol for d in odd)
 
 
 def remainder_slope(
@@ -402,6 +482,8 @@ def compare_switch_on(
         raise ValueError(
             f"members must hold at least two runs, got {len(members)}"
         )
+    eps, lr, q = positive("eps", eps), positive("lr", lr), positive("q", q)
+    width, alpha = integer("width", width), fraction("alpha", alpha)
     m0, live = members[0], members[0]["live"]
     r_k, c_k = m0["r_k"], m0["c_k"]
     t_meas = np.array([m_["t_meas"] for m_ in members])  # (seeds, modes)

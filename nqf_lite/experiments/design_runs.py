@@ -6,6 +6,10 @@ The runners of chapter 11 ("A(x) as a design tool"):
   before training, then full-batch GD (Eq. 21) on the real layer for many
   seeds at once, and the measured switch-on steps of its modes (Thm 6,
   Eq. 39), in a :class:`MoERun`;
+- :func:`forecast_order`: the seeds that learn the modes out of the
+  forecast order, against the ``chi2_d`` start's flip probability;
+- :func:`closed_switch_on`: the first switch-on of a layer's own NQF, trained
+  by the closed recursion (the forecast's error on its quadratic form);
 - :func:`switch_on_se`: the standard error of a mean switch-on step, from
   the measured spread or the ``chi2_d`` start's, whichever is larger;
 - :func:`phase_retrieval_run`: the how-to's registry model, phase
@@ -26,10 +30,14 @@ import torch
 
 from nqf_lite._checks import as_array, integer, positive
 from nqf_lite.design.corrections import (
+    OrderTally,
     gd_growth_rate,
+    gd_half_time_from,
     gd_switch_on_time,
     geometric_mean_abundance,
     log_chi2_sd,
+    order_tally,
+    out_of_order_probability,
 )
 from nqf_lite.design.forecast import predict_learning
 from nqf_lite.design.learning_forecast import LearningForecast
@@ -46,6 +54,8 @@ from nqf_lite.experiments.train import descend_many
 __all__ = [
     "MoERun",
     "PhaseRetrievalRun",
+    "closed_switch_on",
+    "forecast_order",
     "load_images",
     "moe_run",
     "phase_retrieval_run",
@@ -206,6 +216,84 @@ def moe_run(
     with np.errstate(invalid="ignore"):  # a mode that never switches on
         se = switch_on_se(r, meas, d, lr)
     return MoERun(fc, z, n, d, gd.history["loss"], r, C, pred, meas, se)
+
+
+def forecast_order(
+    run: MoERun, sigma2: float, lr: float, g: np.random.Generator, alpha: float
+) -> tuple[float, float, OrderTally]:
+    """How many seeds of a :class:`MoERun` learn its modes out of order.
+
+    A ``chi2_d`` start can flip two modes whose GD switch-on times are close
+    (this book, chapter 8; Thm 6, Eq. 43): the flip probability ``p`` of the
+    start and its upper confidence limit ``p_up`` are drawn with ``g``; the
+    tally counts the seeds out of the forecast order (at most the binomial
+    ``1 - alpha`` quantile of ``p_up``) and the seeds out of the order
+    forecast from their own ``z_k(0)`` (none).
+
+    Parameters
+    ----------
+    run : MoERun
+    sigma2, lr : float > 0
+        The start's variance and the learning rate of the run.
+    g : numpy Generator
+    alpha : float in (0, 1)
+
+    Returns
+    -------
+    (float, float, OrderTally)
+        ``p``, ``p_up`` and the tally.
+    """
+    sigma2, lr = positive("sigma2", sigma2), positive("lr", lr)
+    d, z0 = run.d, run.z[0][:, run.fc.order]
+    p, p_up = out_of_order_probability(run.r, run.C, d * sigma2, lr, d, g)
+    own = gd_half_time_from(run.r, run.C, z0, lr)
+    return p, p_up, order_tally(run.meas, own, p_up, alpha)
+
+
+def closed_switch_on(
+    nqf: object,
+    fc: LearningForecast,
+    W0: object,
+    y: object,
+    lr: float,
+    steps: int,
+    mode: int,
+) -> float:
+    """The switch-on step of one mode of an NQF trained by the closed
+    recursion.
+
+    The quadratic form the forecast is read from, trained exactly (Thm 2,
+    Eq. 24) from ``M(0), mu(0)`` of ``W0`` (p, d): the step where ``z =
+    p^T M p`` of the forecast's mode ``mode`` crosses half its forecast
+    saturation. Against the forecast's step it measures the forecast's own
+    error (the approach to saturation is a logistic, Eq. 39, only for
+    commuting data), apart from any cubic term of a real layer.
+
+    Parameters
+    ----------
+    nqf : NQF or FactoredNQF
+        The layer's NQF on its training inputs.
+    fc : LearningForecast
+        The forecast from ``W0``.
+    W0 : array_like (p, d)
+    y : array_like
+        The targets.
+    lr : float > 0
+    steps : int >= 1
+    mode : int
+        The mode's index in ``fc.modes``' columns.
+
+    Returns
+    -------
+    float
+        The crossing step (NaN if never crossed).
+    """
+    W0 = as_array("W0", W0, ndim=2)
+    steps = integer("steps", steps)
+    rec = nqf.train_closed(*moments(W0), W0.shape[1], y, lr, steps, record="M")
+    p = fc.modes[:, mode]
+    z = np.einsum("i,tij,j->t", p, rec.M, p)
+    return crossing_time(np.arange(len(z)), z, fc.saturation[mode] / 2)
 
 
 class PhaseRetrievalRun(NamedTuple):
