@@ -31,7 +31,12 @@ Used by the chapters, the tests and the benchmarks.
   GD vs Adam from W and WO, the Fourier MLP of the paper's Fig. 5;
 - :mod:`~nqf_lite.experiments.sudden_learning`: the runs of chapter 6: the
   GLV flow in rescaled time, GD on projector data (Thm 16), the linear
-  network of Cor. 4.
+  network of Cor. 4;
+- :mod:`~nqf_lite.experiments.atlas`: each model of Table 3 against its
+  NQF, and staged learning predicted from A(x) (chapter 8);
+- :mod:`~nqf_lite.experiments.design_runs`: forecasts tested by training
+  (the MoE runs of chapter 11; the how-to's phase-retrieval run, closed
+  switch-on and image data).
 
 This layer imports the library; the library never imports it.
 """
