@@ -14,6 +14,7 @@ from nqf_lite import NQF, moments, ntk_from_moments, realize_moments
 from nqf_lite.dynamics.compression import k_V
 from nqf_lite.dynamics.scaling import fit_loglog_slope
 from nqf_lite.experiments.closure import (
+    adam_twins,
     general_task,
     heavy_ball_predictions,
     kernel_motion,
@@ -71,6 +72,16 @@ def test_twin_gap_of_gd_twins_and_of_a_frozen_pair(task):
     np.testing.assert_allclose(curve, initial, rtol=1e-15)
 
 
+def test_adam_separates_rotated_twins_only(task):
+    model, y, _, W = task
+    rotated, permuted, gd = adam_twins(
+        model, y, W, np.random.default_rng(4), 0.01, 0.01, 30
+    )
+    # entrywise updates commute with permutations, GD with any O (Thm 2)
+    assert permuted.max() < 1e-12 and gd.max() < 1e-12
+    assert rotated.max() > 1e-4 and rotated.shape == (30,)
+
+
 def test_ntk_autograd_by_hand():
     # p = 1, d = 2: f = g mu + B mu^2 + A (w1^2 + w2^2), so
     # df/dw_i = g + 2 B mu + 2 A w_i
@@ -121,5 +132,7 @@ def test_bad_input_is_named():
     model = general_task(0, 6, 8, 4, 2)[0]
     with pytest.raises(ValueError, match="W"):
         ntk_autograd(model, np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="lr_adam"):
+        adam_twins(model, np.zeros(6), np.ones((8, 3)), None, 0.0, 0.1, 1)
     with pytest.raises(TypeError, match="model"):
         twin_gap("not an NQF", None, np.ones((2, 2)), np.ones((2, 2)), 1)

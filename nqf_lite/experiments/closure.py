@@ -6,8 +6,9 @@ Eqs. 23-24), momentum (Corollary 2), Adam's twins and the tangent kernel
   minibatches and a width-10 layer;
 - :func:`momentum_gaps`, :func:`heavy_ball_predictions`: heavy-ball momentum
   against its closed recursion (Corollary 2, App. B.3);
-- :func:`rotation_fixing_ones`, :func:`twin_gap`: a layer and its twin of the
-  same moments under one update rule (App. B.3, Limitation 5);
+- :func:`rotation_fixing_ones`, :func:`twin_gap`, :func:`adam_twins`: a
+  layer and its twins of the same moments under Adam and GD (App. B.3,
+  Limitation 5);
 - :func:`ntk_autograd`, :func:`kernel_motion`, :func:`ntk_change`: the
   tangent kernel by autograd and its motion in training (Props. 8-9).
 """
@@ -21,7 +22,9 @@ import torch
 
 from nqf_lite._checks import as_array, integer, nqf, positive, width
 from nqf_lite.dynamics.momentum import (
+    AdamState,
     MomentumState,
+    adam_step,
     heavy_ball_closed_step,
     heavy_ball_step,
 )
@@ -29,6 +32,7 @@ from nqf_lite.expansion.form import NQF, ntk_from_moments, random_nqf
 from nqf_lite.expansion.order import frame_orthogonal_to_ones, moments
 
 __all__ = [
+    "adam_twins",
     "general_task",
     "heavy_ball_predictions",
     "kernel_motion",
@@ -409,3 +413,52 @@ def ntk_change(
             kernel_motion(model, np.eye(p), mu0.copy(), int(d), y, lr, steps)
         )
     return np.array(out)
+
+
+def adam_twins(
+    model: NQF,
+    y: np.ndarray,
+    W: object,
+    r: np.random.Generator,
+    lr_adam: float,
+    lr_gd: float,
+    steps: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A layer and its twins of the same moments under Adam and under GD.
+
+    From ``r``, in this order: an orthogonal ``O`` with ``O 1 = 1``
+    (:func:`rotation_fixing_ones`) and a permutation of the columns. Adam
+    (:func:`~nqf_lite.dynamics.momentum.adam_step`, entrywise) separates ``W``
+    from ``W O`` but not from the permuted ``W``; full-batch GD keeps ``W O``
+    with ``W`` (Theorem 2; App. B.3, Limitation 5).
+
+    Parameters
+    ----------
+    model : NQF
+    y : ndarray
+    W : array_like, shape (p, d)
+    r : numpy.random.Generator
+    lr_adam, lr_gd : float
+        Learning rates of Adam and of GD.
+    steps : int
+
+    Returns
+    -------
+    tuple of three ndarray, shape (steps,)
+        :func:`twin_gap` of Adam with ``W O``, of Adam with the permuted
+        ``W``, and of GD with ``W O``.
+    """
+    model, W = nqf("model", model), _weights(W)
+    lr_adam, lr_gd = positive("lr_adam", lr_adam), positive("lr_gd", lr_gd)
+
+    def adam(W: np.ndarray, state: AdamState | None) -> tuple:
+        state = AdamState.zeros_like(W) if state is None else state
+        return adam_step(model, W, state, y, lr_adam)
+
+    def gd(W: np.ndarray, state: None) -> tuple:
+        return model.gd_step(W, y, lr_gd), None
+
+    d = W.shape[1]
+    O = rotation_fixing_ones(r, d)
+    twins = ((adam, W @ O), (adam, W[:, r.permutation(d)]), (gd, W @ O))
+    return tuple(twin_gap(model, step, W, twin, steps) for step, twin in twins)

@@ -394,6 +394,7 @@ def growth_exponent(e_t: object, lr: float) -> float:
 
     Examples
     --------
+    >>> import numpy as np
     >>> round(growth_exponent([1.0, np.e, np.e**2], 0.5), 12)
     2.0
     """
@@ -402,4 +403,4 @@ def growth_exponent(e_t: object, lr: float) -> float:
     if e_t.size < 2 or np.any(e_t <= 0):
         raise ValueError("e_t must hold at least two positive errors")
     t = np.arange(e_t.size)
-    return np.max(np.log(e_t[1:] / e_t[0]) / (lr * t[1:]))
+    return float(np.max(np.log(e_t[1:] / e_t[0]) / (lr * t[1:])))
