@@ -203,22 +203,20 @@ class Chapter:
     def roles(self, text: str, children: list, pos: int, edits: list) -> int:
         """Add to ``edits`` the ``(start, end, new)`` of the roles among an
         inline token's ``children``, found in ``text`` in order from
-        ``pos``; return where the last one ends."""
+        ``pos`` (as the role plugin scans them); return where the last one
+        ends."""
         for child in children:
             if child.type == "code_inline":  # a role in code is not a role
                 code = f"{child.markup}{child.content}{child.markup}"
                 at = text.find(code, pos)
                 pos = pos if at < 0 else at + len(code)
-            if child.type != "myst_role":
-                continue
-            name = child.meta["name"]  # the plugin's scan: {name}`...`
-            at = text.find(f"{{{name}}}`", pos)
-            start = at + len(name) + 2
-            ticks = len(text[start:]) - len(text[start:].lstrip("`"))
-            pos = text.find("`" * ticks, start + ticks) + ticks
-            if at < 0 or pos < ticks:
-                raise self.error(f"cannot place role {{{name}}}")
-            edits.append((at, pos, self.role(name, child.content)))
+            elif child.type == "myst_role":
+                name = child.meta["name"]
+                role = rf"\{{{re.escape(name)}\}}(`+)(?!`).+?\1"
+                if not (found := re.compile(role, re.S).search(text, pos)):
+                    raise self.error(f"cannot place role {{{name}}}")
+                edits.append((*found.span(), self.role(name, child.content)))
+                pos = found.end()
         return pos
 
     def directive(self, name: str, arg: str, content: str) -> str:
@@ -261,16 +259,15 @@ class Chapter:
             self.solution, note = title, f"**{title}**: {note}"
         return note if self.edition == "reader" else ""
 
-    def heading(self, markup: str, title: str) -> str:
-        """A page heading with the number Sphinx gives it (in page order)."""
+    def heading(self) -> str:
+        """The number Sphinx gives the page's next heading, as it follows
+        the heading's ``#``."""
         sections = self.book.numbers["sections"].get(self.doc, [])
         if self.headings >= len(sections) and self.book.strict:
             raise self.error("more headings than the built page")
-        if self.headings < len(sections) and sections[self.headings][0]:
-            number = sections[self.headings][0]
-            markup += f" {number}{'.' if '.' not in number else ''}"
+        number = (sections[self.headings :] or [[None]])[0][0]
         self.headings += 1
-        return f"{markup} {self.markdown(title, top=False)}"
+        return f" {number}{'.' if '.' not in number else ''}" if number else ""
 
     def math_label(self, lines: list[str], label: str) -> str:
         r"""``$$ ... $$ (label)`` as ``$$ ... \tag{number} $$``."""
@@ -285,15 +282,14 @@ class Chapter:
         lines edited; ``top``: headings numbered (not in a box)."""
         lines = text.split("\n")
         starts = [0, *accumulate(len(line) + 1 for line in lines)]
-        tokens, edits, pos = self.book.md.parse(text), [], 0
-        for i, tok in enumerate(tokens):
+        edits, pos = [], 0
+        for tok in self.book.md.parse(text):
             a, b = tok.map or (0, 0)
             new = None  # the token's source lines, rewritten
             if tok.type == "heading_open" and top:
-                new = self.heading(tok.markup, tokens[i + 1].content)
-            elif tok.type == "inline" and not (
-                top and tokens[i - 1].type == "heading_open"
-            ):
+                at = starts[a] + len(tok.markup)
+                edits.append((at, at, self.heading()))
+            elif tok.type == "inline":
                 start = max(pos, starts[a])  # the roles are found in order
                 pos = self.roles(text, tok.children, start, edits)
             elif tok.type == "myst_target":
