@@ -87,14 +87,13 @@ def citations(paths: list[Path]) -> dict[str, tuple[str, str]]:
     out = {}
     for path in paths:
         for key, entry in parse_file(path).entries.items():
-            last = [
-                Text.from_latex(
-                    " ".join(p.prelast_names + p.last_names)
-                ).render_as("text")
+            names = [
+                " ".join(p.prelast_names + p.last_names)
                 for p in entry.persons.get("author", [])
             ]
-            authors = [f"{last[0]} et al."] if len(last) > 2 else last
-            out[key] = (" and ".join(authors), entry.fields.get("year", ""))
+            names = [f"{names[0]} et al."] if len(names) > 2 else names
+            authors = Text.from_latex(" and ".join(names)).render_as("text")
+            out[key] = (authors, entry.fields.get("year", ""))
     return out
 
 
@@ -108,13 +107,11 @@ def load_book(root: Path = ROOT, strict: bool = True) -> Book:
                 first = (numbers["sections"].get(doc) or [[None]])[0]
                 pages.append(Page(doc, first[0], path))
                 break
-    parse = config.get("parse", {})
-    myst = MdParserConfig(
-        enable_extensions=set(parse.get("myst_enable_extensions", [])),
-        dmath_double_inline=parse.get("myst_dmath_double_inline", False),
-    )
-    bib = citations([root / f for f in config.get("bibtex_bibfiles", [])])
+    # the MyST extensions jupyter-book enables in Sphinx
+    extensions = config.get("parse", {}).get("myst_enable_extensions", [])
+    myst = MdParserConfig(enable_extensions=extensions)
     md = create_md_parser(myst, RendererHTML)
+    bib = citations([root / f for f in config.get("bibtex_bibfiles", [])])
     return Book(root, pages, numbers, bib, md, strict)
 
 
@@ -306,6 +303,51 @@ class Chapter:
             text = text[:start] + new + text[end:]
         return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
+    def cells(self, cells: list) -> list:
+        """The edition's cells of the chapter's ``cells`` (after the install
+        cell): markdown rendered, figures captioned, hidden code folded, the
+        solutions folded (reader) or removed (student)."""
+        out, reader = [], self.edition == "reader"
+        for cell in cells:
+            text, cid = cell.source, cell["id"]
+            tags = set(cell.metadata.get("tags", []))
+            if cell.cell_type == "markdown":
+                if (rendered := self.markdown(text)).strip():
+                    out.append(new_markdown_cell(rendered, id=cid))
+            elif "scaffold" in tags:
+                out += [] if reader else [_code(cid, text)]
+            elif self.solution is not None:
+                out += [_code(cid, text, self.solution)] if reader else []
+            elif "solution" in tags:
+                raise self.error(f"solution cell {cid} is not gated")
+            else:
+                out += self.figure(cell, tags)
+        if self.solution is not None:
+            raise self.error(f"{self.solution} not ended")
+        return out
+
+    def figure(self, cell: Any, tags: set[str]) -> list:
+        """A code cell, folded if the page hides it; if it draws a figure,
+        then the figure's caption and description."""
+        mystnb = cell.metadata.get("mystnb", {})
+        label = mystnb.get("figure", {}).get("name")
+        number = label and self.target(label, "figure").number
+        title = None
+        if HIDDEN & tags:
+            title = "Code (folded on the page)"
+            if number:
+                title = f"Code of Fig. {number}"
+            elif "claims.check(" in cell.source:
+                title = "Checks of the claims"
+        out = [_code(cell["id"], cell.source, title)]
+        if label:
+            caption = self.markdown(mystnb["figure"].get("caption", ""))
+            caption = f"**Fig. {number}.** {caption}"
+            if alt := mystnb.get("image", {}).get("alt"):  # its text
+                caption += f"\n\n*Figure description:* {alt}"
+            out.append(new_markdown_cell(caption, id=f"{cell['id']}-caption"))
+        return out
+
 
 def _code(cell_id: str, text: str, hidden_title: str | None = None) -> Any:
     """A code cell; with a title, folded (Jupyter) and a form (Colab)."""
@@ -316,10 +358,9 @@ def _code(cell_id: str, text: str, hidden_title: str | None = None) -> Any:
     return new_code_cell(text, id=cell_id, metadata=metadata)
 
 
-INTRO = """*{number}Neural Quadratic Forms: an executable book*, version \
+INTRO = """*{chapter}Neural Quadratic Forms: an executable book*, version \
 {release.version} ({release.released}; {release.repository}). This is \
-the **{edition} edition**: \
-{what}
+the {what}
 
 Run the cells from the top (in Colab: *Runtime → Run all*); the first one \
 installs `nqf_lite` if it is missing. Numbers the text quotes read ⟨name⟩: \
@@ -327,11 +368,12 @@ each is printed under the cell that computes it. Every claim the text makes \
 is checked by the code, for any random seed: run `%env NQF_SEED=7` before \
 the first cell to redraw every random quantity."""
 WHAT = {
-    "reader": "the same text, code and checks as the page, in plain notebook "
-    "form. Solutions are folded: click *Solution* to open one.",
-    "student": "the solutions are removed. Each coding exercise has a cell "
-    "that says `...  # your code`: complete it, then run the check cell below "
-    "it, which answers right, or wrong with a hint.",
+    "reader": "**reader edition**: the same text, code and checks as the "
+    "page, in plain notebook form. Solutions are folded: click *Solution* to "
+    "open one.",
+    "student": "**student edition**: the solutions are removed. Each coding "
+    "exercise has a cell that says `...  # your code`: complete it, then run "
+    "the check cell below it, which answers right, or wrong with a hint.",
 }
 SETUP = """{install}
 
@@ -339,7 +381,7 @@ SETUP = """{install}
 # report
 from nqf_lite.book.about import edition
 
-edition({stem!r}, {release.version!r})
+edition({stem!r}, {version!r})
 
 # Numbers the text quotes, with the format the page prints them in
 from nqf_lite.book.claims import show_numbers
@@ -349,47 +391,6 @@ show_numbers({{
 """
 
 
-def _cells(chapter: Chapter, cells: list) -> list:
-    """The edition's cells of the chapter's ``cells`` (after the install
-    cell): markdown rendered, figures captioned, hidden code folded, the
-    solutions folded (reader) or removed (student)."""
-    out, reader = [], chapter.edition == "reader"
-    for cell in cells:
-        text, cid = cell.source, cell["id"]
-        tags = set(cell.metadata.get("tags", []))
-        mystnb = cell.metadata.get("mystnb", {})
-        figure = mystnb.get("figure", {})
-        if cell.cell_type == "markdown":
-            if (rendered := chapter.markdown(text)).strip():
-                out.append(new_markdown_cell(rendered, id=cid))
-        elif "scaffold" in tags:
-            out += [] if reader else [_code(cid, text)]
-        elif chapter.solution is not None:
-            out += [_code(cid, text, chapter.solution)] if reader else []
-        elif "solution" in tags:
-            raise chapter.error(f"solution cell {cid} is not gated")
-        else:
-            label = figure.get("name")
-            number = label and chapter.target(label, "figure").number
-            title = None
-            if HIDDEN & tags:
-                title = "Code (folded on the page)"
-                if number:
-                    title = f"Code of Fig. {number}"
-                elif "claims.check(" in text:
-                    title = "Checks of the claims"
-            out.append(_code(cid, text, title))
-            if label:
-                caption = chapter.markdown(figure.get("caption", ""))
-                caption = f"**Fig. {number}.** {caption}"
-                if alt := mystnb.get("image", {}).get("alt"):  # its text
-                    caption += f"\n\n*Figure description:* {alt}"
-                out.append(new_markdown_cell(caption, id=f"{cid}-caption"))
-    if chapter.solution is not None:
-        raise chapter.error(f"{chapter.solution} not ended")
-    return out
-
-
 def edition(book: Book, doc: str, name: str) -> Any:
     """The ``name`` edition ("reader" or "student") of chapter ``doc``: its
     cells after a set-up cell (the install cell's, then the edition and the
@@ -397,42 +398,42 @@ def edition(book: Book, doc: str, name: str) -> Any:
     if name not in EDITIONS:
         raise ValueError(f"edition must be one of {EDITIONS}, got {name!r}")
     nb = nbformat.read(book.root / f"{doc}.ipynb", as_version=4)
-    install = nb.cells[0] if nb.cells else new_code_cell()
+    install, *cells = nb.cells or [new_code_cell()]
     if "remove-cell" not in install.metadata.get("tags", []):
         raise EditionError(f"{doc}: the first cell must be the install cell")
     chapter = Chapter(book, doc, name)
-    cells = _cells(chapter, nb.cells[1:])
+    cells = chapter.cells(cells)
     sections = book.numbers["sections"].get(doc, [])
     if book.strict and chapter.headings != len(sections):
         raise chapter.error("the built page has other headings")
-    release = book_meta.edition(book.root)
-    number = sections[0][0] if sections else None
-    intro = INTRO.format(
-        number=f"Chapter {number} of " if number else "",
-        release=release,
-        edition=name,
-        what=WHAT[name],
+    number, release = (
+        (sections or [[None]])[0][0],
+        book_meta.edition(book.root),
     )
+    number = f"Chapter {number} of " if number else ""
+    intro = INTRO.format(chapter=number, release=release, what=WHAT[name])
     at = next(i for i, c in enumerate(cells) if c.cell_type == "markdown")
     cells.insert(at + 1, new_markdown_cell(intro, id="edition-note"))
     install = install.source.rstrip("\n")
+    install = install.replace('"nqf_lite @', '"nqf_lite[book] @')
+    spec = "".join(f"    {k!r}: {v!r},\n" for k, v in chapter.glued.items())
     setup = SETUP.format(
-        install=install.replace('"nqf_lite @', '"nqf_lite[book] @'),
+        install=install,
         stem=Path(doc).name,
-        release=release,
-        spec="".join(f"    {k!r}: {v!r},\n" for k, v in chapter.glued.items()),
+        version=release.version,
+        spec=spec,
     )
     cells.insert(
         0, _code("edition-setup", setup, "Set-up: run this cell first")
     )
     source = {"edition": name, "source": f"{doc}.ipynb"}
-    metadata = {
+    result = new_notebook(cells=cells)
+    result.metadata = {
         "kernelspec": nb.metadata["kernelspec"],
         "language_info": {"name": "python"},
         "colab": {"provenance": [], "toc_visible": True},
         "nqf_edition": {**source, "version": release.version},
     }
-    result = new_notebook(cells=cells, metadata=metadata)
     nbformat.validate(result)
     return result
 
@@ -450,24 +451,20 @@ def dumps(nb: Any) -> str:
 def write_all(book: Book, write: bool = True) -> list[Path]:
     """(Re)write every edition of every chapter, remove those of no chapter
     (``write=False``: only compare); return the files out of date."""
-    texts = {
-        edition_path(book.root, page.doc, name): edition(book, page.doc, name)
-        for page in chapters(book)
-        for name in EDITIONS
-    }
-    texts = {path: dumps(nb) for path, nb in texts.items()}
+    texts = {}  # path -> text (None: to remove)
+    for doc, name in ((p.doc, e) for p in chapters(book) for e in EDITIONS):
+        texts[edition_path(book.root, doc, name)] = dumps(
+            edition(book, doc, name)
+        )
+    for old in (book.root / EDITIONS_DIR).glob("*/*.ipynb"):
+        texts.setdefault(old, None)
     changed = [
         path
         for path, text in texts.items()
-        if not path.is_file() or path.read_text("utf-8") != text
-    ]
-    changed += [
-        path
-        for path in (book.root / EDITIONS_DIR).glob("*/*.ipynb")
-        if path not in texts
+        if (path.read_text("utf-8") if path.is_file() else None) != text
     ]
     for path in changed if write else []:
-        if path not in texts:
+        if texts[path] is None:
             path.unlink()
         else:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -363,7 +363,7 @@ def test_a_gated_solution_is_folded_for_readers_and_removed_for_students():
         ("md", "```{solution-end}\n```"),
         ("", "check(x)"),
     )
-    reader = E._cells(_ctx("reader"), cells)
+    reader = _ctx("reader").cells(cells)
     assert [(c.id, c.source.split("\n")[0]) for c in reader] == [
         ("c0", "Do Eq. (4.3)."),
         ("c2", "**Solution to Exercise 4.1**: the code below is folded; "
@@ -371,16 +371,16 @@ def test_a_gated_solution_is_folded_for_readers_and_removed_for_students():
         ("c3", "# @title Solution to Exercise 4.1"),
         ("c5", "check(x)"),
     ]  # fmt: skip
-    student = E._cells(_ctx("student"), cells)
+    student = _ctx("student").cells(cells)
     assert [c.source for c in student] == [
         "Do Eq. (4.3).",
         "x = ...  # your code",
         "check(x)",
     ]
     with pytest.raises(E.EditionError, match="Exercise 4.1 not ended"):
-        E._cells(_ctx("reader"), cells[:4])
+        _ctx("reader").cells(cells[:4])
     with pytest.raises(E.EditionError, match="c0 is not gated"):
-        E._cells(_ctx("reader"), _cells(("solution", "x = 1")))
+        _ctx("reader").cells(_cells(("solution", "x = 1")))
 
 
 @pytest.mark.parametrize(
