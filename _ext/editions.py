@@ -22,7 +22,7 @@ import sys
 import zipfile
 from collections import namedtuple
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, product
 from pathlib import Path
 from typing import Any
 
@@ -381,7 +381,7 @@ SETUP = """{install}
 # report
 from nqf_lite.book.about import edition
 
-edition({stem!r}, {version!r})
+edition({stem!r}, {release.version!r})
 
 # Numbers the text quotes, with the format the page prints them in
 from nqf_lite.book.claims import show_numbers
@@ -401,15 +401,12 @@ def edition(book: Book, doc: str, name: str) -> Any:
     install, *cells = nb.cells or [new_code_cell()]
     if "remove-cell" not in install.metadata.get("tags", []):
         raise EditionError(f"{doc}: the first cell must be the install cell")
-    chapter = Chapter(book, doc, name)
+    chapter, release = Chapter(book, doc, name), book_meta.edition(book.root)
     cells = chapter.cells(cells)
     sections = book.numbers["sections"].get(doc, [])
     if book.strict and chapter.headings != len(sections):
         raise chapter.error("the built page has other headings")
-    number, release = (
-        (sections or [[None]])[0][0],
-        book_meta.edition(book.root),
-    )
+    number = (sections or [[None]])[0][0]
     number = f"Chapter {number} of " if number else ""
     intro = INTRO.format(chapter=number, release=release, what=WHAT[name])
     at = next(i for i, c in enumerate(cells) if c.cell_type == "markdown")
@@ -417,15 +414,11 @@ def edition(book: Book, doc: str, name: str) -> Any:
     install = install.source.rstrip("\n")
     install = install.replace('"nqf_lite @', '"nqf_lite[book] @')
     spec = "".join(f"    {k!r}: {v!r},\n" for k, v in chapter.glued.items())
+    stem, title = Path(doc).name, "Set-up: run this cell first"
     setup = SETUP.format(
-        install=install,
-        stem=Path(doc).name,
-        version=release.version,
-        spec=spec,
+        install=install, stem=stem, release=release, spec=spec
     )
-    cells.insert(
-        0, _code("edition-setup", setup, "Set-up: run this cell first")
-    )
+    cells.insert(0, _code("edition-setup", setup, title))
     source = {"edition": name, "source": f"{doc}.ipynb"}
     result = new_notebook(cells=cells)
     result.metadata = {
@@ -451,20 +444,15 @@ def dumps(nb: Any) -> str:
 def write_all(book: Book, write: bool = True) -> list[Path]:
     """(Re)write every edition of every chapter, remove those of no chapter
     (``write=False``: only compare); return the files out of date."""
-    texts = {}  # path -> text (None: to remove)
-    for doc, name in ((p.doc, e) for p in chapters(book) for e in EDITIONS):
-        texts[edition_path(book.root, doc, name)] = dumps(
-            edition(book, doc, name)
-        )
-    for old in (book.root / EDITIONS_DIR).glob("*/*.ipynb"):
-        texts.setdefault(old, None)
-    changed = [
-        path
-        for path, text in texts.items()
-        if (path.read_text("utf-8") if path.is_file() else None) != text
-    ]
+    texts = {}  # the editions as they should read
+    for page, name in product(chapters(book), EDITIONS):
+        nb = edition(book, page.doc, name)
+        texts[edition_path(book.root, page.doc, name)] = dumps(nb)
+    files = (book.root / EDITIONS_DIR).glob("*/*.ipynb")
+    old = {path: path.read_text("utf-8") for path in files}
+    changed = [p for p in {**texts, **old} if texts.get(p) != old.get(p)]
     for path in changed if write else []:
-        if texts[path] is None:
+        if path not in texts:  # an edition of no chapter
             path.unlink()
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
