@@ -65,11 +65,10 @@ def collect(env: Any, docs: list[str]) -> dict[str, Any]:
             node = env.get_doctree(doc).ids.get(labelid)
             if not isinstance(node, nodes.section):
                 continue
-            own = "#" + node["ids"][0]
-            if isinstance(node.parent, nodes.document):
-                own = ""  # the page title
+            page = isinstance(node.parent, nodes.document)  # its title
+            own = "" if page else "#" + node["ids"][0]
             # the std domain's rule: an unnumbered section takes its page's
-            number = secnumbers[doc].get(own if own in secnumbers[doc] else "")
+            number = secnumbers[doc].get(own, secnumbers[doc].get(""))
             title = sections[doc].get(own, [None, title])[1]
             add(label, "section", doc, number, title)
     for label, (doc, _) in env.domaindata["math"]["objects"].items():
