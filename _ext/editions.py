@@ -321,14 +321,14 @@ class Chapter:
             elif "solution" in tags:
                 raise self.error(f"solution cell {cid} is not gated")
             else:
-                out += self.figure(cell, tags)
+                out += self.code(cell, tags)
         if self.solution is not None:
             raise self.error(f"{self.solution} not ended")
         return out
 
-    def figure(self, cell: Any, tags: set[str]) -> list:
-        """A code cell, folded if the page hides it; if it draws a figure,
-        then the figure's caption and description."""
+    def code(self, cell: Any, tags: set[str]) -> list:
+        """A code cell of the page: folded if the page hides it, followed
+        by its figure's caption and description if it draws one."""
         mystnb = cell.metadata.get("mystnb", {})
         label = mystnb.get("figure", {}).get("name")
         number = label and self.target(label, "figure").number

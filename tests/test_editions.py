@@ -280,6 +280,11 @@ def _ctx(edition="reader", strict=True, numbers=NUMBERS) -> E.Chapter:
             "the ledger",
         ),
         ("by {prf:ref}`thm-a`", "by Theorem 2 of the paper"),
+        # as the role plugin reads them: any ticks, over a line break
+        (
+            "{eq}``eq-a`` and {ref}`the\nledger <sec-a>`.",
+            "Eq. (4.3) and the ledger.",
+        ),
         (
             "{cite}`k1,k2` and {cite:t}`k1`",
             "(Ziyin et al., 2026; Saxe et al., 2014) and Ziyin et al. (2026)",
