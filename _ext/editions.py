@@ -51,8 +51,6 @@ EDITIONS_DIR = "editions"
 #: (``box``: its sphinx-proof kind), number as Sphinx gave it (or None)
 Target = namedtuple("Target", "kind number title doc box")
 Page = namedtuple("Page", "doc number path")  # a page of the contents
-#: the tags that hide a code cell on the page (folded in the editions)
-HIDDEN = {"hide-input", "remove-cell", "remove-input"}
 
 
 class EditionError(ValueError):
@@ -145,6 +143,7 @@ class Chapter:
     solution: str | None = None  # in a gated solution: its title
 
     def error(self, message: str) -> EditionError:
+        """The error ``message`` about this chapter."""
         return EditionError(f"{self.doc}: {message}")
 
     def target(self, label: str, role: str) -> Target:
@@ -333,7 +332,7 @@ class Chapter:
         label = mystnb.get("figure", {}).get("name")
         number = label and self.target(label, "figure").number
         title = None
-        if HIDDEN & tags:
+        if {"hide-input", "remove-cell", "remove-input"} & tags:
             title = "Code (folded on the page)"
             if number:
                 title = f"Code of Fig. {number}"
@@ -523,9 +522,8 @@ def _launch_and_downloads(app, pagename, templatename, context, doctree):
                 for file, (_, text, icon, tip) in zip(files, DOWNLOADS)
             ]  # fmt: skip
     links = LINKS.format(*(up + file for file in files))
-    context["body"] = context.get("body", "").replace(
-        "</h1>", "</h1>" + links, 1
-    )
+    body = context.get("body", "")
+    context["body"] = body.replace("</h1>", "</h1>" + links, 1)
 
 
 def setup(app: Any) -> dict[str, Any]:
