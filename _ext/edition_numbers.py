@@ -36,16 +36,12 @@ def collect(env: Any, docs: list[str]) -> dict[str, Any]:
     the pages ``docs``."""
     docs = sorted(d for d in docs if d in env.tocs)
     secnumbers = {doc: env.toc_secnumbers.get(doc, {}) for doc in docs}
-    sections = {  # doc -> anchor -> [number, title], in page order
-        doc: {
-            ref["anchorname"]: [
-                _number(secnumbers[doc].get(ref["anchorname"])),
-                _markdown(ref).strip(),
-            ]
-            for ref in env.tocs[doc].findall(nodes.reference)
-        }
-        for doc in docs
-    }
+    sections = {}  # doc -> anchor -> [number, title], in page order
+    for doc in docs:
+        sections[doc] = anchors = {}
+        for ref in env.tocs[doc].findall(nodes.reference):
+            anchor, title = ref["anchorname"], _markdown(ref).strip()
+            anchors[anchor] = [_number(secnumbers[doc].get(anchor)), title]
     labels: dict[str, dict] = {}
 
     def add(label, kind, doc, number, title="", box=""):
