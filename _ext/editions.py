@@ -36,6 +36,7 @@ from myst_parser.parsers.mdit import create_md_parser
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from pybtex.database import parse_file
 from pybtex.richtext import Text
+from sphinx.util.nodes import split_explicit_title
 from sphinx_external_toc.parsing import parse_toc_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,9 +173,8 @@ class Chapter:
             if name == "cite:t":
                 return "; ".join(f"{who} ({year})" for who, year in refs)
             return f"({'; '.join(f'{who}, {year}' for who, year in refs)})"
-        explicit = re.fullmatch(r"(.*\S)\s*<([^<]*)>\s*", body, re.S)  # t <l>
-        text, label = explicit.groups() if explicit else ("", body)
-        text, label = text.strip(), label.strip()
+        explicit, text, label = split_explicit_title(body.strip())  # t <l>
+        text = text if explicit else ""
         if name == "term":
             return text or label
         if name not in ("eq", "numref", "ref", "prf:ref"):
