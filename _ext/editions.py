@@ -36,6 +36,7 @@ from myst_parser.parsers.mdit import create_md_parser
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from pybtex.database import parse_file
 from pybtex.richtext import Text
+from sphinx.errors import ExtensionError
 from sphinx.util.nodes import split_explicit_title
 from sphinx_external_toc.parsing import parse_toc_yaml
 
@@ -464,8 +465,6 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     the build failed if they changed); the editions into the site."""
     if exception is not None or app.builder.name != "html":
         return
-    from sphinx.errors import ExtensionError
-
     root, path = Path(app.srcdir), edition_numbers.NUMBERS_FILE
     numbers = edition_numbers.collect(app.env, toc_docs(root))
     stale = [path] if edition_numbers.save(numbers) else []
