@@ -284,7 +284,7 @@ class Chapter:
             a, b = tok.map or (0, 0)
             new = None  # the token's source lines, rewritten
             if tok.type == "heading_open" and top:
-                at = starts[a] + len(tok.markup)
+                at = text.index(tok.markup, starts[a]) + len(tok.markup)
                 edits.append((at, at, self.heading()))
             elif tok.type == "inline":
                 start = max(pos, starts[a])  # the roles are found in order
