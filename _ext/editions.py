@@ -414,13 +414,12 @@ def edition(book: Book, doc: str, name: str) -> Any:
     install = install.source.rstrip("\n")
     install = install.replace('"nqf_lite @', '"nqf_lite[book] @')
     spec = "".join(f"    {k!r}: {v!r},\n" for k, v in chapter.glued.items())
-    stem, title = Path(doc).name, "Set-up: run this cell first"
     setup = SETUP.format(
-        install=install, stem=stem, release=release, spec=spec
+        install=install, stem=Path(doc).name, release=release, spec=spec
     )
-    cells.insert(0, _code("edition-setup", setup, title))
+    setup = _code("edition-setup", setup, "Set-up: run this cell first")
     source = {"edition": name, "source": f"{doc}.ipynb"}
-    result = new_notebook(cells=cells)
+    result = new_notebook(cells=[setup, *cells])
     result.metadata = {
         "kernelspec": nb.metadata["kernelspec"],
         "language_info": {"name": "python"},
