@@ -36,16 +36,12 @@ def collect(env: Any, docs: list[str]) -> dict[str, Any]:
     the pages ``docs``."""
     docs = sorted(d for d in docs if d in env.tocs)
     secnumbers = {doc: env.toc_secnumbers.get(doc, {}) for doc in docs}
-    sections = {  # doc -> anchor -> [number, title], in page order
-        doc: {
-            ref["anchorname"]: [
-                _number(secnumbers[doc].get(ref["anchorname"])),
-                _markdown(ref).strip(),
-            ]
-            for ref in env.tocs[doc].findall(nodes.reference)
-        }
-        for doc in docs
-    }
+    sections = {}  # doc -> anchor -> [number, title], in page order
+    for doc in docs:
+        sections[doc] = anchors = {}
+        for ref in env.tocs[doc].findall(nodes.reference):
+            anchor, title = ref["anchorname"], _markdown(ref).strip()
+            anchors[anchor] = [_number(secnumbers[doc].get(anchor)), title]
     labels: dict[str, dict] = {}
 
     def add(label, kind, doc, number, title="", box=""):
@@ -65,11 +61,10 @@ def collect(env: Any, docs: list[str]) -> dict[str, Any]:
             node = env.get_doctree(doc).ids.get(labelid)
             if not isinstance(node, nodes.section):
                 continue
-            own = "#" + node["ids"][0]
-            if isinstance(node.parent, nodes.document):
-                own = ""  # the page title
+            page = isinstance(node.parent, nodes.document)  # its title
+            own = "" if page else "#" + node["ids"][0]
             # the std domain's rule: an unnumbered section takes its page's
-            number = secnumbers[doc].get(own if own in secnumbers[doc] else "")
+            number = secnumbers[doc].get(own, secnumbers[doc].get(""))
             title = sections[doc].get(own, [None, title])[1]
             add(label, "section", doc, number, title)
     for label, (doc, _) in env.domaindata["math"]["objects"].items():

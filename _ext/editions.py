@@ -22,6 +22,7 @@ import sys
 import zipfile
 from collections import namedtuple
 from dataclasses import dataclass, field
+from itertools import accumulate, product
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ from myst_parser.parsers.mdit import create_md_parser
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from pybtex.database import parse_file
 from pybtex.richtext import Text
+from sphinx.errors import ExtensionError
+from sphinx.util.nodes import split_explicit_title
 from sphinx_external_toc.parsing import parse_toc_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,14 +87,12 @@ def citations(paths: list[Path]) -> dict[str, tuple[str, str]]:
     out = {}
     for path in paths:
         for key, entry in parse_file(path).entries.items():
-            last = [
-                Text.from_latex(" ".join(p.prelast_names + p.last_names))
+            names = [
+                " ".join(p.prelast_names + p.last_names)
                 for p in entry.persons.get("author", [])
             ]
-            last = [name.render_as("text") for name in last]
-            authors = (
-                f"{last[0]} et al." if len(last) > 2 else " and ".join(last)
-            )
+            names = [f"{names[0]} et al."] if len(names) > 2 else names
+            authors = Text.from_latex(" and ".join(names)).render_as("text")
             out[key] = (authors, entry.fields.get("year", ""))
     return out
 
@@ -99,122 +100,24 @@ def citations(paths: list[Path]) -> dict[str, tuple[str, str]]:
 def load_book(root: Path = ROOT, strict: bool = True) -> Book:
     """The book at ``root``; its numbers from the committed file."""
     config = yaml.safe_load((root / "_config.yml").read_text("utf-8"))
-    numbers = edition_numbers.load()
-    pages = []
+    numbers, pages = edition_numbers.load(), []
     for doc in toc_docs(root):
-        paths = [root / f"{doc}{ext}" for ext in (".ipynb", ".md")]
-        if path := next((p for p in paths if p.is_file()), None):
-            first = (numbers["sections"].get(doc) or [[None]])[0]
-            pages.append(Page(doc, first[0], path))
-    parse = config.get("parse", {})
-    myst = MdParserConfig(
-        enable_extensions=set(parse.get("myst_enable_extensions", [])),
-        dmath_double_inline=parse.get("myst_dmath_double_inline", False),
-    )
-    bib = citations([root / f for f in config.get("bibtex_bibfiles", [])])
+        for path in (root / f"{doc}.ipynb", root / f"{doc}.md"):
+            if path.is_file():
+                first = (numbers["sections"].get(doc) or [[None]])[0]
+                pages.append(Page(doc, first[0], path))
+                break
+    # the MyST extensions jupyter-book enables in Sphinx
+    extensions = config.get("parse", {}).get("myst_enable_extensions", [])
+    myst = MdParserConfig(enable_extensions=extensions)
     md = create_md_parser(myst, RendererHTML)
+    bib = citations([root / f for f in config.get("bibtex_bibfiles", [])])
     return Book(root, pages, numbers, bib, md, strict)
 
 
 def chapters(book: Book) -> list[Page]:
     """The pages that have editions: the notebooks of the contents."""
     return [p for p in book.pages if p.path.suffix == ".ipynb"]
-
-
-@dataclass
-class Context:
-    """What rendering one chapter's markdown needs."""
-
-    book: Book
-    doc: str
-    edition: str
-    glued: dict[str, str] = field(default_factory=dict)  # key -> format
-    heading: int = 0  # the page's headings rendered so far
-    solution: str | None = None  # in a gated solution: its title
-
-
-def _target(ctx: Context, label: str, role: str) -> Target:
-    """What ``label`` names (not strict: ``??`` if the numbers lack it)."""
-    labels = ctx.book.labels  # the std domain's labels are lower case
-    target = labels.get(label) or labels.get(label.lower())
-    if target is None and ctx.book.strict:
-        raise EditionError(f"{ctx.doc}: {{{role}}} to unknown label {label!r}")
-    if target is None:
-        ctx.book.missing.add(label)
-    return target or Target("?", "??", label, "", "")
-
-
-def _role(ctx: Context, name: str, body: str) -> str:
-    """The text the page shows for the role ``{name}`body```."""
-    if name == "glue:text":
-        key, _, spec = body.partition(":")
-        ctx.glued.setdefault(key, spec)
-        return f"⟨{key}⟩"
-    if name in ("cite", "cite:p", "cite:t"):
-        refs = []
-        for key in (k.strip() for k in body.split(",")):
-            if key not in ctx.book.citations:
-                raise EditionError(f"{ctx.doc}: {{cite}} of unknown {key!r}")
-            refs.append(ctx.book.citations[key])  # (authors, year)
-        if name == "cite:t":
-            return "; ".join(f"{authors} ({year})" for authors, year in refs)
-        return f"({'; '.join(f'{authors}, {year}' for authors, year in refs)})"
-    explicit = re.fullmatch(r"(.*\S)\s*<([^<]*)>\s*", body, re.S)  # t <l>
-    text, label = explicit.groups() if explicit else ("", body)
-    text, label = text.strip(), label.strip()
-    if name == "term":
-        return text or label
-    if name not in ("eq", "numref", "ref", "prf:ref"):
-        raise EditionError(f"{ctx.doc}: role {{{name}}} has no rendering")
-    target = _target(ctx, label, name)
-    number, kind = target.number, target.kind
-    if name in ("eq", "numref"):
-        if number is None:
-            raise EditionError(
-                f"{ctx.doc}: {{{name}}} to unnumbered {label!r}"
-            )
-        formats = ctx.book.numbers["formats"]
-        if name == "eq" or kind == "equation":
-            text = text or formats["equation"]
-        text = text or formats.get(kind, "%s")
-        return text.replace("%s", number).replace("{number}", number)
-    if text:
-        return text
-    if name == "prf:ref" and kind == "box":
-        return parse_title(target.box, target.title)[0]
-    if kind == "section" and number:
-        what = "Chapter" if "." not in number else "Section"
-        return f"{what} {number}, *{target.title}*"
-    return target.title
-
-
-def _find_roles(ctx: Context, text: str, children: list, pos: int, edits):
-    """Add to ``edits`` the ``(start, end, new)`` of the roles among an
-    inline token's ``children``, found in ``text`` in order from ``pos``;
-    return where the last one ends."""
-    for child in children:
-        if child.type == "code_inline":  # a role in code is not a role
-            code = f"{child.markup}{child.content}{child.markup}"
-            at = text.find(code, pos)
-            pos = pos if at < 0 else at + len(code)
-        if child.type != "myst_role":
-            continue
-        name = child.meta["name"]
-        at = text.find(f"{{{name}}}`", pos)
-        start = at + len(name) + 2
-        ticks = len(text[start:]) - len(text[start:].lstrip("`"))
-        pos = text.find("`" * ticks, start + ticks) + ticks
-        if at < 0 or pos < ticks:
-            raise EditionError(f"{ctx.doc}: cannot place role {{{name}}}")
-        edits.append((at, pos, _role(ctx, name, child.content)))
-    return pos
-
-
-def _apply(text: str, edits: list) -> str:
-    """``text`` with the ``(start, end, new)`` edits made."""
-    for start, end, new in sorted(edits, reverse=True):
-        text = text[:start] + new + text[end:]
-    return text
 
 
 def _boxed(head: str, body: str) -> str:
@@ -229,102 +132,221 @@ def _details(summary: str, body: str) -> str:
     return f"\n\n{summary}\n\n{body.strip()}\n\n</details>\n\n"
 
 
-def _directive(ctx: Context, name: str, arg: str, content: str) -> str:
-    """A directive as Markdown: boxes framed, solutions and dropdowns folded
-    (a gated solution's code cells: its start notes them in ``ctx``)."""
-    # MyST splits every directive as a container's: an argument, options
-    parsed = parse_directive_text(
-        Container, arg, content, validate_options=False
-    )
-    body = render_markdown(ctx, "\n".join(parsed.body), top=False)
-    arg = render_markdown(ctx, "".join(parsed.arguments), top=False)
-    kind, options = name.removeprefix("prf:"), parsed.options
-    reader = ctx.edition == "reader"
-    if name == "admonition":
-        if "dropdown" in (options.get("class") or "").split():
-            return _details(arg, body)
-        return _boxed(f"**{arg}**", body)
-    if name.startswith("prf:") and kind in KINDS:
-        head, box_name = parse_title(kind, arg)
-        if " (this book)" in arg:
-            head = f"{kind.title()} (this book)"
-        box_name = f" — {box_name}" if box_name else ""
-        return _boxed(f"**{head}**{box_name}", body)
-    if name == "prf:proof":
-        return f"\n\n*Proof.* {body} ∎\n\n"
-    if name == "exercise":
-        number = _target(ctx, options.get("label", ""), name).number
-        return _boxed(
-            f"**Exercise {number}**{f' ({arg})' if arg else ''}", body
+@dataclass
+class Chapter:
+    """One chapter's edition as it is rendered: its MyST Markdown as plain
+    Jupyter Markdown, and what the rendering has met so far."""
+
+    book: Book
+    doc: str
+    edition: str
+    glued: dict[str, str] = field(default_factory=dict)  # key -> format
+    headings: int = 0  # the page's headings rendered so far
+    solution: str | None = None  # in a gated solution: its title
+
+    def error(self, message: str) -> EditionError:
+        """The error ``message`` about this chapter."""
+        return EditionError(f"{self.doc}: {message}")
+
+    def target(self, label: str, role: str) -> Target:
+        """What ``label`` names (not strict: ``??`` if the numbers lack
+        it); the std domain's labels are lower case."""
+        labels = self.book.labels
+        if target := labels.get(label) or labels.get(label.lower()):
+            return target
+        if self.book.strict:
+            raise self.error(f"{{{role}}} to unknown label {label!r}")
+        self.book.missing.add(label)
+        return Target("?", "??", label, "", "")
+
+    def role(self, name: str, body: str) -> str:
+        """The text the page shows for the role ``{name}`body```."""
+        if name == "glue:text":
+            key, _, spec = body.partition(":")
+            self.glued.setdefault(key, spec)
+            return f"⟨{key}⟩"
+        if name in ("cite", "cite:p", "cite:t"):
+            refs = []  # (authors, year)
+            for key in (k.strip() for k in body.split(",")):
+                if key not in self.book.citations:
+                    raise self.error(f"{{cite}} of unknown {key!r}")
+                refs.append(self.book.citations[key])
+            if name == "cite:t":
+                return "; ".join(f"{who} ({year})" for who, year in refs)
+            return f"({'; '.join(f'{who}, {year}' for who, year in refs)})"
+        explicit, text, label = split_explicit_title(body.strip())  # t <l>
+        text = text if explicit else ""
+        if name == "term":
+            return text or label
+        if name not in ("eq", "numref", "ref", "prf:ref"):
+            raise self.error(f"role {{{name}}} has no rendering")
+        target = self.target(label, name)
+        number, kind = target.number, target.kind
+        if name in ("eq", "numref"):
+            if number is None:
+                raise self.error(f"{{{name}}} to unnumbered {label!r}")
+            fmt = "equation" if name == "eq" else kind
+            text = text or self.book.numbers["formats"].get(fmt, "%s")
+            return text.replace("%s", number).replace("{number}", number)
+        if text:
+            return text
+        if name == "prf:ref" and kind == "box":
+            return parse_title(target.box, target.title)[0]
+        if kind == "section" and number:
+            what = "Chapter" if "." not in number else "Section"
+            return f"{what} {number}, *{target.title}*"
+        return target.title
+
+    def roles(self, text: str, children: list, pos: int, edits: list) -> int:
+        """Add to ``edits`` the ``(start, end, new)`` of the roles among an
+        inline token's ``children``, found in ``text`` in order from
+        ``pos`` (as the role plugin scans them); return where the last one
+        ends."""
+        for child in children:
+            if child.type == "code_inline":  # a role in code is not a role
+                code = f"{child.markup}{child.content}{child.markup}"
+                at = text.find(code, pos)
+                pos = pos if at < 0 else at + len(code)
+            elif child.type == "myst_role":
+                name = child.meta["name"]
+                role = rf"\{{{re.escape(name)}\}}(`+)(?!`).+?\1"
+                if not (found := re.compile(role, re.S).search(text, pos)):
+                    raise self.error(f"cannot place role {{{name}}}")
+                edits.append((*found.span(), self.role(name, child.content)))
+                pos = found.end()
+        return pos
+
+    def directive(self, name: str, arg: str, content: str) -> str:
+        """A directive as Markdown: boxes framed, solutions and dropdowns
+        folded (a gated solution's start notes its title for the code
+        cells up to its end)."""
+        # MyST splits every directive as a container's: an argument, options
+        parsed = parse_directive_text(
+            Container, arg, content, validate_options=False
         )
-    if name == "solution":
-        title = f"Solution to Exercise {_target(ctx, arg, name).number}"
-        return _details(title, body) if reader else ""
-    if name == "solution-start":  # the code cells up to solution-end
-        ctx.solution = f"Solution to Exercise {_target(ctx, arg, name).number}"
+        body = self.markdown("\n".join(parsed.body), top=False)
+        arg = self.markdown("".join(parsed.arguments), top=False)
+        kind, options = name.removeprefix("prf:"), parsed.options
+        if name == "admonition":
+            if "dropdown" in (options.get("class") or "").split():
+                return _details(arg, body)
+            return _boxed(f"**{arg}**", body)
+        if name.startswith("prf:") and kind in KINDS:
+            head, box_name = parse_title(kind, arg)
+            if " (this book)" in arg:
+                head = f"{kind.title()} (this book)"
+            box_name = f" — {box_name}" if box_name else ""
+            return _boxed(f"**{head}**{box_name}", body)
+        if name == "prf:proof":
+            return f"\n\n*Proof.* {body} ∎\n\n"
+        if name == "exercise":
+            number = self.target(options.get("label", ""), name).number
+            arg = f" ({arg})" if arg else ""
+            return _boxed(f"**Exercise {number}**{arg}", body)
+        if name == "solution-end":
+            self.solution = None
+            return ""
+        if name not in ("solution", "solution-start"):
+            raise self.error(f"directive {{{name}}} has no rendering")
+        title = f"Solution to Exercise {self.target(arg, name).number}"
         note = "the code below is folded; open it to read it."
-        return f"**{ctx.solution}**: {note}" if reader else ""
-    if name == "solution-end":
-        ctx.solution = None
-        return ""
-    raise EditionError(f"{ctx.doc}: directive {{{name}}} has no rendering")
+        if name == "solution":
+            note = _details(title, body)
+        else:  # its code cells follow, up to solution-end
+            self.solution, note = title, f"**{title}**: {note}"
+        return note if self.edition == "reader" else ""
 
+    def heading(self) -> str:
+        """The number Sphinx gives the page's next heading, as it follows
+        the heading's ``#``."""
+        sections = self.book.numbers["sections"].get(self.doc, [])
+        if self.headings >= len(sections) and self.book.strict:
+            raise self.error("more headings than the built page")
+        number = (sections[self.headings :] or [[None]])[0][0]
+        self.headings += 1
+        return f" {number}{'.' if '.' not in number else ''}" if number else ""
 
-def _heading(ctx: Context, markup: str, title: str) -> str:
-    """A page heading with the number Sphinx gives it (in page order)."""
-    sections = ctx.book.numbers["sections"].get(ctx.doc, [])
-    if ctx.heading >= len(sections) and ctx.book.strict:
-        raise EditionError(f"{ctx.doc}: more headings than the built page")
-    number = sections[ctx.heading][0] if ctx.heading < len(sections) else 0
-    ctx.heading += 1
-    if number:
-        markup += f" {number}{'.' if '.' not in number else ''}"
-    return f"{markup} {render_markdown(ctx, title, False)}"
+    def math_label(self, lines: list[str], label: str) -> str:
+        r"""``$$ ... $$ (label)`` as ``$$ ... \tag{number} $$``."""
+        tag = rf"\tag{{{self.target(label, 'eq').number}}}"
+        last = lines[-1][: lines[-1].rindex("$$")]
+        if last.strip():  # on the line of the closing $$
+            return "\n".join([*lines[:-1], f"{last.rstrip()} {tag} $$"])
+        return "\n".join([*lines[:-1], f"{last}{tag}", f"{last}$$"])
 
+    def markdown(self, text: str, top: bool = True) -> str:
+        """MyST ``text`` as plain Jupyter Markdown: each token's source
+        lines edited; ``top``: headings numbered (not in a box)."""
+        lines = text.split("\n")
+        starts = [0, *accumulate(len(line) + 1 for line in lines)]
+        edits, pos = [], 0
+        for tok in self.book.md.parse(text):
+            a, b = tok.map or (0, 0)
+            new = None  # the token's source lines, rewritten
+            if tok.type == "heading_open" and top:
+                at = text.index(tok.markup, starts[a]) + len(tok.markup)
+                edits.append((at, at, self.heading()))
+            elif tok.type == "inline":
+                start = max(pos, starts[a])  # the roles are found in order
+                pos = self.roles(text, tok.children, start, edits)
+            elif tok.type == "myst_target":
+                new = ""
+            elif tok.type == "math_block_label":
+                new = self.math_label(lines[a:b], tok.info)
+            elif tok.type in ("fence", "colon_fence") and tok.info[:1] == "{":
+                name, _, arg = tok.info[1:].partition("}")  # {name} argument
+                new = self.directive(name, arg.strip(), tok.content)
+            if new is not None:
+                end = min(starts[b], len(text))
+                edits.append((starts[a], end, new and new + "\n"))
+        for start, end, new in sorted(edits, reverse=True):
+            text = text[:start] + new + text[end:]
+        return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
-def _math_label(ctx: Context, lines: list[str], label: str) -> str:
-    r"""``$$ ... $$ (label)`` as ``$$ ... \tag{number} $$``."""
-    tag = rf"\tag{{{_target(ctx, label, 'eq').number}}}"
-    last = lines[-1][: lines[-1].rindex("$$")]
-    if last.strip():  # on the line of the closing $$
-        return "\n".join([*lines[:-1], f"{last.rstrip()} {tag} $$"])
-    return "\n".join([*lines[:-1], f"{last}{tag}", f"{last}$$"])
+    def cells(self, cells: list) -> list:
+        """The edition's cells of the chapter's ``cells`` (after the install
+        cell): markdown rendered, figures captioned, hidden code folded, the
+        solutions folded (reader) or removed (student)."""
+        out, reader = [], self.edition == "reader"
+        for cell in cells:
+            text, cid = cell.source, cell["id"]
+            tags = set(cell.metadata.get("tags", []))
+            if cell.cell_type == "markdown":
+                if (rendered := self.markdown(text)).strip():
+                    out.append(new_markdown_cell(rendered, id=cid))
+            elif "scaffold" in tags:
+                out += [] if reader else [_code(cid, text)]
+            elif self.solution is not None:
+                out += [_code(cid, text, self.solution)] if reader else []
+            elif "solution" in tags:
+                raise self.error(f"solution cell {cid} is not gated")
+            else:
+                out += self.code(cell, tags)
+        if self.solution is not None:
+            raise self.error(f"{self.solution} not ended")
+        return out
 
-
-def render_markdown(ctx: Context, text: str, top: bool = True) -> str:
-    """A chapter's MyST ``text`` as plain Jupyter Markdown: each token's
-    source lines edited; ``top``: headings numbered (not in a box)."""
-    lines = text.split("\n")
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
-    tokens = ctx.book.md.parse(text)
-    edits: list = []
-    pos = 0  # the roles are found in order
-
-    def replace(a: int, b: int, new: str) -> None:
-        end = starts[b] if b < len(lines) else len(text)
-        edits.append((starts[a], end, new + "\n" if new else ""))
-
-    for i, tok in enumerate(tokens):
-        a, b = tok.map or (0, 0)
-        after_heading = i and tokens[i - 1].type == "heading_open"
-        if tok.type == "heading_open" and top:
-            replace(a, b, _heading(ctx, tok.markup, tokens[i + 1].content))
-        elif tok.type == "inline" and not (after_heading and top):
-            start = max(pos, starts[a])
-            pos = _find_roles(ctx, text, tok.children, start, edits)
-        elif tok.type == "myst_target":
-            replace(a, b, "")
-        elif tok.type == "math_block_label":
-            replace(a, b, _math_label(ctx, lines[a:b], tok.info))
-        elif tok.type in ("fence", "colon_fence") and tok.info[:1] == "{":
-            name, _, arg = tok.info[1:].partition("}")  # {name} argument
-            replace(a, b, _directive(ctx, name, arg.strip(), tok.content))
-    out = _apply(text, edits)
-    while "\n\n\n" in out:
-        out = out.replace("\n\n\n", "\n\n")
-    return out.strip("\n")
+    def code(self, cell: Any, tags: set[str]) -> list:
+        """A code cell of the page: folded if the page hides it, followed
+        by its figure's caption and description if it draws one."""
+        mystnb = cell.metadata.get("mystnb", {})
+        label = mystnb.get("figure", {}).get("name")
+        number = label and self.target(label, "figure").number
+        title = None
+        if {"hide-input", "remove-cell", "remove-input"} & tags:
+            title = "Code (folded on the page)"
+            if number:
+                title = f"Code of Fig. {number}"
+            elif "claims.check(" in cell.source:
+                title = "Checks of the claims"
+        out = [_code(cell["id"], cell.source, title)]
+        if label:
+            caption = self.markdown(mystnb["figure"].get("caption", ""))
+            caption = f"**Fig. {number}.** {caption}"
+            if alt := mystnb.get("image", {}).get("alt"):  # its text
+                caption += f"\n\n*Figure description:* {alt}"
+            out.append(new_markdown_cell(caption, id=f"{cell['id']}-caption"))
+        return out
 
 
 def _code(cell_id: str, text: str, hidden_title: str | None = None) -> Any:
@@ -336,10 +358,9 @@ def _code(cell_id: str, text: str, hidden_title: str | None = None) -> Any:
     return new_code_cell(text, id=cell_id, metadata=metadata)
 
 
-INTRO = """*{number}Neural Quadratic Forms: an executable book*, version \
+INTRO = """*{chapter}Neural Quadratic Forms: an executable book*, version \
 {release.version} ({release.released}; {release.repository}). This is \
-the **{edition} edition**: \
-{what}
+the {what}
 
 Run the cells from the top (in Colab: *Runtime → Run all*); the first one \
 installs `nqf_lite` if it is missing. Numbers the text quotes read ⟨name⟩: \
@@ -347,11 +368,12 @@ each is printed under the cell that computes it. Every claim the text makes \
 is checked by the code, for any random seed: run `%env NQF_SEED=7` before \
 the first cell to redraw every random quantity."""
 WHAT = {
-    "reader": "the same text, code and checks as the page, in plain notebook "
-    "form. Solutions are folded: click *Solution* to open one.",
-    "student": "the solutions are removed. Each coding exercise has a cell "
-    "that says `...  # your code`: complete it, then run the check cell below "
-    "it, which answers right, or wrong with a hint.",
+    "reader": "**reader edition**: the same text, code and checks as the "
+    "page, in plain notebook form. Solutions are folded: click *Solution* to "
+    "open one.",
+    "student": "**student edition**: the solutions are removed. Each coding "
+    "exercise has a cell that says `...  # your code`: complete it, then run "
+    "the check cell below it, which answers right, or wrong with a hint.",
 }
 SETUP = """{install}
 
@@ -369,45 +391,6 @@ show_numbers({{
 """
 
 
-def _cells(ctx: Context, cells: list) -> list:
-    """The edition's cells of the chapter's ``cells`` (after the install
-    cell): markdown rendered, figures captioned, hidden code folded, the
-    solutions folded (reader) or removed (student)."""
-    out, reader = [], ctx.edition == "reader"
-    for cell in cells:
-        text, cid = cell.source, cell["id"]
-        tags = set(cell.metadata.get("tags", []))
-        if cell.cell_type == "markdown":
-            if (rendered := render_markdown(ctx, text)).strip():
-                out.append(new_markdown_cell(rendered, id=cid))
-        elif "scaffold" in tags:
-            out += [] if reader else [_code(cid, text)]
-        elif ctx.solution is not None:
-            out += [_code(cid, text, ctx.solution)] if reader else []
-        elif "solution" in tags:
-            raise EditionError(f"{ctx.doc}: solution cell {cid} is not gated")
-        else:
-            mystnb, number, title = cell.metadata.get("mystnb", {}), None, None
-            if label := mystnb.get("figure", {}).get("name"):
-                number = _target(ctx, label, "figure").number
-            if {"hide-input", "remove-cell", "remove-input"} & tags:
-                title = "Code (folded on the page)"
-                if number:
-                    title = f"Code of Fig. {number}"
-                elif "claims.check(" in text:
-                    title = "Checks of the claims"
-            out.append(_code(cid, text, title))
-            if label:
-                caption = mystnb["figure"].get("caption", "")
-                caption = f"**Fig. {number}.** {render_markdown(ctx, caption)}"
-                if alt := mystnb.get("image", {}).get("alt"):  # its text
-                    caption += f"\n\n*Figure description:* {alt}"
-                out.append(new_markdown_cell(caption, id=f"{cid}-caption"))
-    if ctx.solution is not None:
-        raise EditionError(f"{ctx.doc}: {ctx.solution} not ended")
-    return out
-
-
 def edition(book: Book, doc: str, name: str) -> Any:
     """The ``name`` edition ("reader" or "student") of chapter ``doc``: its
     cells after a set-up cell (the install cell's, then the edition and the
@@ -415,35 +398,28 @@ def edition(book: Book, doc: str, name: str) -> Any:
     if name not in EDITIONS:
         raise ValueError(f"edition must be one of {EDITIONS}, got {name!r}")
     nb = nbformat.read(book.root / f"{doc}.ipynb", as_version=4)
-    install = nb.cells[0] if nb.cells else new_code_cell()
+    install, *cells = nb.cells or [new_code_cell()]
     if "remove-cell" not in install.metadata.get("tags", []):
         raise EditionError(f"{doc}: the first cell must be the install cell")
-    ctx = Context(book, doc, name)
-    out = _cells(ctx, nb.cells[1:])
+    chapter, release = Chapter(book, doc, name), book_meta.edition(book.root)
+    cells = chapter.cells(cells)
     sections = book.numbers["sections"].get(doc, [])
-    if book.strict and ctx.heading != len(sections):
-        raise EditionError(f"{doc}: the built page has other headings")
-    release = book_meta.edition(book.root)
-    number = sections[0][0] if sections else None
-    intro = INTRO.format(
-        number=f"Chapter {number} of " if number else "",
-        release=release,
-        edition=name,
-        what=WHAT[name],
-    )
-    at = next(i for i, c in enumerate(out) if c.cell_type == "markdown")
-    out.insert(at + 1, new_markdown_cell(intro, id="edition-note"))
+    if book.strict and chapter.headings != len(sections):
+        raise chapter.error("the built page has other headings")
+    number = (sections or [[None]])[0][0]
+    number = f"Chapter {number} of " if number else ""
+    intro = INTRO.format(chapter=number, release=release, what=WHAT[name])
+    at = next(i for i, c in enumerate(cells) if c.cell_type == "markdown")
+    cells.insert(at + 1, new_markdown_cell(intro, id="edition-note"))
+    install = install.source.rstrip("\n")
+    install = install.replace('"nqf_lite @', '"nqf_lite[book] @')
+    spec = "".join(f"    {k!r}: {v!r},\n" for k, v in chapter.glued.items())
     setup = SETUP.format(
-        install=install.source.rstrip("\n").replace(
-            '"nqf_lite @', '"nqf_lite[book] @'
-        ),
-        stem=Path(doc).name,
-        release=release,
-        spec="".join(f"    {k!r}: {v!r},\n" for k, v in ctx.glued.items()),
+        install=install, stem=Path(doc).name, release=release, spec=spec
     )
-    out.insert(0, _code("edition-setup", setup, "Set-up: run this cell first"))
-    result = new_notebook(cells=out)
+    setup = _code("edition-setup", setup, "Set-up: run this cell first")
     source = {"edition": name, "source": f"{doc}.ipynb"}
+    result = new_notebook(cells=[setup, *cells])
     result.metadata = {
         "kernelspec": nb.metadata["kernelspec"],
         "language_info": {"name": "python"},
@@ -467,21 +443,19 @@ def dumps(nb: Any) -> str:
 def write_all(book: Book, write: bool = True) -> list[Path]:
     """(Re)write every edition of every chapter, remove those of no chapter
     (``write=False``: only compare); return the files out of date."""
-    changed, wanted = [], set()
-    for doc in (p.doc for p in chapters(book)):
-        for name in EDITIONS:
-            wanted.add(path := edition_path(book.root, doc, name))
-            text = dumps(edition(book, doc, name))
-            if not path.is_file() or path.read_text("utf-8") != text:
-                changed.append(path)
-                if write:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(text, encoding="utf-8")
-    for stale in (book.root / EDITIONS_DIR).glob("*/*.ipynb"):
-        if stale not in wanted:
-            changed.append(stale)
-            if write:
-                stale.unlink()
+    texts = {}  # the editions as they should read
+    for page, name in product(chapters(book), EDITIONS):
+        nb = edition(book, page.doc, name)
+        texts[edition_path(book.root, page.doc, name)] = dumps(nb)
+    files = (book.root / EDITIONS_DIR).glob("*/*.ipynb")
+    old = {path: path.read_text("utf-8") for path in files}
+    changed = [p for p in {**texts, **old} if texts.get(p) != old.get(p)]
+    for path in changed if write else []:
+        if path not in texts:  # an edition of no chapter
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(texts[path], encoding="utf-8")
     return changed
 
 
@@ -490,8 +464,6 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     the build failed if they changed); the editions into the site."""
     if exception is not None or app.builder.name != "html":
         return
-    from sphinx.errors import ExtensionError
-
     root, path = Path(app.srcdir), edition_numbers.NUMBERS_FILE
     numbers = edition_numbers.collect(app.env, toc_docs(root))
     stale = [path] if edition_numbers.save(numbers) else []
@@ -548,9 +520,8 @@ def _launch_and_downloads(app, pagename, templatename, context, doctree):
                 for file, (_, text, icon, tip) in zip(files, DOWNLOADS)
             ]  # fmt: skip
     links = LINKS.format(*(up + file for file in files))
-    context["body"] = context.get("body", "").replace(
-        "</h1>", "</h1>" + links, 1
-    )
+    body = context.get("body", "")
+    context["body"] = body.replace("</h1>", "</h1>" + links, 1)
 
 
 def setup(app: Any) -> dict[str, Any]:

@@ -250,7 +250,7 @@ NUMBERS = {
 }
 
 
-def _ctx(edition="reader", strict=True, numbers=NUMBERS) -> E.Context:
+def _ctx(edition="reader", strict=True, numbers=NUMBERS) -> E.Chapter:
     book = E.Book(
         root=ROOT,
         pages=[E.Page("x", "4", ROOT / "x.ipynb")],
@@ -262,7 +262,7 @@ def _ctx(edition="reader", strict=True, numbers=NUMBERS) -> E.Context:
         md=MD,
         strict=strict,
     )
-    return E.Context(book, "x", edition)
+    return E.Chapter(book, "x", edition)
 
 
 @pytest.mark.parametrize(
@@ -280,6 +280,11 @@ def _ctx(edition="reader", strict=True, numbers=NUMBERS) -> E.Context:
             "the ledger",
         ),
         ("by {prf:ref}`thm-a`", "by Theorem 2 of the paper"),
+        # as the role plugin reads them: any ticks, over a line break
+        (
+            "{eq}``eq-a`` and {ref}`the\nledger <sec-a>`.",
+            "Eq. (4.3) and the ledger.",
+        ),
         (
             "{cite}`k1,k2` and {cite:t}`k1`",
             "(Ziyin et al., 2026; Saxe et al., 2014) and Ziyin et al. (2026)",
@@ -310,13 +315,13 @@ def _ctx(edition="reader", strict=True, numbers=NUMBERS) -> E.Context:
     ],
 )
 def test_roles_labels_and_equations(source, expected):
-    assert E.render_markdown(_ctx(), source) == expected
+    assert _ctx().markdown(source) == expected
 
 
 def test_glue_formats_are_collected_in_order_of_use():
     ctx = _ctx()
     text = "{glue:text}`b:.2f` then {glue:text}`a` then {glue:text}`b:.1e`"
-    E.render_markdown(ctx, text)
+    ctx.markdown(text)
     assert ctx.glued == {"b": ".2f", "a": ""}
 
 
@@ -330,7 +335,7 @@ def test_boxes_exercises_and_solutions():
         ":::{admonition} How the tolerance is set\n:class: dropdown\n\n"
         "Three SE, {eq}`eq-a`.\n:::"
     )
-    reader = E.render_markdown(_ctx("reader"), source)
+    reader = _ctx("reader").markdown(source)
     assert reader == (
         "---\n\n**Theorem 2 of the paper** — closure\n\nBody $x$.\n\n---\n\n"
         "---\n\n**Exercise 4.1** (A title)\n\nDo it.\n\n---\n\n"
@@ -339,7 +344,7 @@ def test_boxes_exercises_and_solutions():
         "<details>\n<summary><b>How the tolerance is set</b></summary>\n\n"
         "Three SE, Eq. (4.3).\n\n</details>"
     )
-    student = E.render_markdown(_ctx("student"), source)
+    student = _ctx("student").markdown(source)
     assert "Like this" not in student and "Exercise 4.1" in student
 
 
@@ -363,7 +368,7 @@ def test_a_gated_solution_is_folded_for_readers_and_removed_for_students():
         ("md", "```{solution-end}\n```"),
         ("", "check(x)"),
     )
-    reader = E._cells(_ctx("reader"), cells)
+    reader = _ctx("reader").cells(cells)
     assert [(c.id, c.source.split("\n")[0]) for c in reader] == [
         ("c0", "Do Eq. (4.3)."),
         ("c2", "**Solution to Exercise 4.1**: the code below is folded; "
@@ -371,16 +376,16 @@ def test_a_gated_solution_is_folded_for_readers_and_removed_for_students():
         ("c3", "# @title Solution to Exercise 4.1"),
         ("c5", "check(x)"),
     ]  # fmt: skip
-    student = E._cells(_ctx("student"), cells)
+    student = _ctx("student").cells(cells)
     assert [c.source for c in student] == [
         "Do Eq. (4.3).",
         "x = ...  # your code",
         "check(x)",
     ]
     with pytest.raises(E.EditionError, match="Exercise 4.1 not ended"):
-        E._cells(_ctx("reader"), cells[:4])
+        _ctx("reader").cells(cells[:4])
     with pytest.raises(E.EditionError, match="c0 is not gated"):
-        E._cells(_ctx("reader"), _cells(("solution", "x = 1")))
+        _ctx("reader").cells(_cells(("solution", "x = 1")))
 
 
 @pytest.mark.parametrize(
@@ -396,12 +401,12 @@ def test_a_gated_solution_is_folded_for_readers_and_removed_for_students():
 )
 def test_what_the_editions_cannot_render_is_an_error(source, match):
     with pytest.raises(E.EditionError, match=match):
-        E.render_markdown(_ctx(), source)
+        _ctx().markdown(source)
 
 
 def test_a_label_the_numbers_do_not_know_yet_is_marked_when_not_strict():
     ctx = _ctx(strict=False)
-    assert E.render_markdown(ctx, "{eq}`eq-new`") == "Eq. (??)"
+    assert ctx.markdown("{eq}`eq-new`") == "Eq. (??)"
     assert ctx.book.missing == {"eq-new"}
 
 
@@ -427,7 +432,7 @@ def test_citations_are_read_by_pybtex(tmp_path):
     }
     ctx = _ctx()
     ctx.book.citations = cites
-    text = E.render_markdown(ctx, "{cite:t}`two` and {cite}`three,one`")
+    text = ctx.markdown("{cite:t}`two` and {cite}`three,one`")
     assert text == (
         "Landau and Lifshitz (1980) and "
         "(von Oswald et al., 2023; Clément, 2018)"
@@ -521,7 +526,7 @@ def test_an_edition_quotes_the_sphinx_numbers(built_env):
         "# One\n## First\nSee {numref}`fig-b`, {eq}`eq-c`, {ref}`sec-b`.\n"
         "## Second $x$\n"
     )
-    assert E.render_markdown(ctx, text) == (
+    assert ctx.markdown(text) == (
         "# 1. One\n## 1.1 First\n"
         "See Fig. 2.1, Eq. (2.1), Section 1.2, *Second $x$*.\n"
         "## 1.2 Second $x$"
