@@ -36,7 +36,14 @@ Used by the chapters, the tests and the benchmarks.
   NQF, and staged learning predicted from A(x) (chapter 8);
 - :mod:`~nqf_lite.experiments.design_runs`: forecasts tested by training
   (the MoE runs of chapter 11; the how-to's phase-retrieval run, closed
-  switch-on and image data).
+  switch-on and image data);
+- :mod:`~nqf_lite.experiments.closure`: the runs of the closure chapter
+  (a general NQF's task, heavy-ball momentum against its closed recursion,
+  twins under Adam and GD, the tangent kernel and its motion; Thm 2,
+  Cor. 2, Props. 8-9);
+- :mod:`~nqf_lite.experiments.compression`: the runs of the compression
+  chapter (a layer and its twin, real tanh networks against their twins,
+  the twins and Lipschitz constant of Corollary 3; Thm 3, Cor. 3, App. B.5).
 
 This layer imports the library; the library never imports it.
 """
