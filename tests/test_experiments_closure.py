@@ -14,7 +14,9 @@ from nqf_lite import NQF, moments, ntk_from_moments, realize_moments
 from nqf_lite.dynamics.compression import k_V
 from nqf_lite.dynamics.scaling import fit_loglog_slope
 from nqf_lite.experiments.closure import (
+    adam_ensemble,
     adam_twins,
+    closure_gap,
     general_task,
     heavy_ball_predictions,
     kernel_motion,
@@ -22,6 +24,7 @@ from nqf_lite.experiments.closure import (
     ntk_autograd,
     ntk_change,
     rotation_fixing_ones,
+    same_moments_gaps,
     twin_gap,
 )
 
@@ -120,6 +123,41 @@ def test_ntk_change_falls_like_d_to_the_minus_alpha():
     assert slope == pytest.approx(-0.5, abs=0.05)
 
 
+def test_closure_gap_is_round_off_only_from_the_true_moments(task):
+    model, y, batches, W = task
+    M, mu = moments(W)
+    W30 = realize_moments(M, mu, 30, rng=np.random.default_rng(1))
+    assert closure_gap(model, [W, W30], (M, mu), y, 0.01, 20, batches) < 1e-10
+    # a wrong start (M doubled): the recursion no longer tracks the layer
+    wrong = closure_gap(model, [W], (2 * M, mu), y, 0.01, 20, batches)
+    assert wrong > 1e-3
+
+
+def test_same_moments_gaps_vanish_without_steps_only():
+    rngs = [np.random.default_rng(j) for j in range(2)]
+    gaps = same_moments_gaps([3, 4], rngs, (6, 8, 4, 5), 0.01, 20)
+    assert gaps.shape == (2,) and gaps.min() > 1e-6  # d v parts the widths
+    # before any step the prediction depends on (M, mu) only (Eq. 20)
+    rngs = [np.random.default_rng(j) for j in range(2)]
+    at_start = same_moments_gaps([3, 4], rngs, (6, 8, 4, 5), 0.01, 0)
+    assert at_start.max() < 1e-12
+
+
+def test_adam_ensemble_stacks_the_members(task):
+    model, y, _, _ = task
+    rotated, permuted, gd = adam_ensemble(
+        model, y, [5, 6, 7], (8, 10), 0.01, 0.01, 12
+    )
+    assert rotated.shape == permuted.shape == gd.shape == (3, 12)
+    # member 1 by hand: its own generator draws W, then the twins
+    r = np.random.default_rng(6)
+    W = 0.1 * r.standard_normal((8, 10))
+    hand = adam_twins(model, y, W, r, 0.01, 0.01, 12)
+    np.testing.assert_array_equal(rotated[1], hand[0])
+    assert permuted.max() < 1e-12 and gd.max() < 1e-12
+    assert rotated.max() > 1e-5  # Adam parts W from W O
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="widths"):
         ntk_change(0, 0.5, [])
@@ -136,3 +174,9 @@ def test_bad_input_is_named():
         adam_twins(model, np.zeros(6), np.ones((8, 3)), None, 0.0, 0.1, 1)
     with pytest.raises(TypeError, match="model"):
         twin_gap("not an NQF", None, np.ones((2, 2)), np.ones((2, 2)), 1)
+    with pytest.raises(ValueError, match="seeds"):
+        adam_ensemble(model, np.zeros(6), [], (8, 3), 0.1, 0.1, 1)
+    with pytest.raises(ValueError, match="rngs"):
+        same_moments_gaps([1, 2], [None], (6, 8, 4, 5), 0.1, 1)
+    with pytest.raises(ValueError, match="Ws"):
+        closure_gap(model, [], (np.eye(8), np.zeros(8)), None, 0.1, 1, [])

@@ -4,11 +4,14 @@ Eqs. 23-24), momentum (Corollary 2), Adam's twins and the tangent kernel
 
 - :func:`general_task`: a general NQF (``g, B != 0``) with labels,
   minibatches and a width-10 layer;
+- :func:`closure_gap`, :func:`same_moments_gaps`: the closed recursion
+  against explicit layers, and the ``d v`` term that tells widths apart
+  (Theorem 2);
 - :func:`momentum_gaps`, :func:`heavy_ball_predictions`: heavy-ball momentum
   against its closed recursion (Corollary 2, App. B.3);
-- :func:`rotation_fixing_ones`, :func:`twin_gap`, :func:`adam_twins`: a
-  layer and its twins of the same moments under Adam and GD (App. B.3,
-  Limitation 5);
+- :func:`rotation_fixing_ones`, :func:`twin_gap`, :func:`adam_twins`,
+  :func:`adam_ensemble`: a layer and its twins of the same moments under
+  Adam and GD (App. B.3, Limitation 5);
 - :func:`ntk_autograd`, :func:`kernel_motion`, :func:`ntk_change`: the
   tangent kernel by autograd and its motion in training (Props. 8-9).
 """
@@ -29,10 +32,16 @@ from nqf_lite.dynamics.momentum import (
     heavy_ball_step,
 )
 from nqf_lite.expansion.form import NQF, ntk_from_moments, random_nqf
-from nqf_lite.expansion.order import frame_orthogonal_to_ones, moments
+from nqf_lite.expansion.order import (
+    frame_orthogonal_to_ones,
+    moments,
+    realize_moments,
+)
 
 __all__ = [
+    "adam_ensemble",
     "adam_twins",
+    "closure_gap",
     "general_task",
     "heavy_ball_predictions",
     "kernel_motion",
@@ -40,6 +49,7 @@ __all__ = [
     "ntk_autograd",
     "ntk_change",
     "rotation_fixing_ones",
+    "same_moments_gaps",
     "twin_gap",
 ]
 
@@ -121,6 +131,95 @@ def general_task(
         r.choice(m, size=batch_size, replace=False) for _ in range(steps)
     ]
     return model, labels, batches, sigma * r.standard_normal((p, d))
+
+
+def _members(name: str, values: object) -> list:
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name} must hold at least one member")
+    return values
+
+
+def closure_gap(
+    model: NQF,
+    Ws: Sequence[np.ndarray],
+    start: tuple[np.ndarray, np.ndarray],
+    y: np.ndarray,
+    lr: float,
+    steps: int,
+    batches: Sequence[np.ndarray],
+) -> float:
+    """The closed recursion against explicit training (Thm 2, Eqs. 23-24).
+
+    Each layer of ``Ws`` has the moments ``start = (M(0), mu(0))``; it and
+    the closed recursion at its width train by GD and by SGD on ``batches``.
+
+    Parameters
+    ----------
+    model : NQF
+    Ws : sequence of ndarray, shape (p, d)
+        Layers of the moments ``start``, of any widths.
+    start : tuple of ndarray
+    y, lr, steps
+        Labels, learning rate and steps of the runs.
+    batches : sequence of ndarray
+        The minibatches of the SGD runs.
+
+    Returns
+    -------
+    float
+        The largest ``|f_W - f_closed|`` over layers, optimisers and steps.
+    """
+    model, Ws = nqf("model", model), _members("Ws", Ws)
+    worst = 0.0
+    for bs in (None, batches):
+        for W in map(_weights, Ws):
+            run = dict(y=y, lr=lr, steps=steps, batches=bs)
+            f_W = model.train(W, **run)[1]
+            f_c = model.train_closed(*start, W.shape[1], **run)[1]
+            worst = max(worst, _gap((f_W, f_c)))
+    return worst
+
+
+def same_moments_gaps(
+    seeds: Sequence[int],
+    rngs: Sequence[np.random.Generator],
+    task: tuple[int, int, int, int],
+    lr: float,
+    steps: int,
+    d: int = 40,
+) -> np.ndarray:
+    """How far two widths of the same moments part under GD (Thm 2).
+
+    For each seed, :func:`general_task` draws a general NQF, its labels and
+    a width-10 layer; :func:`realize_moments` (with the generator of the
+    same position in ``rngs``) builds a width-``d`` layer of its moments.
+    GD with the same ``A`` and ``lr``: ``d v`` (Eqs. 23-24) parts them.
+
+    Parameters
+    ----------
+    seeds, rngs : sequence of int, of numpy.random.Generator
+    task : tuple of int
+        ``(m, p, k, steps)`` of :func:`general_task`.
+    lr, steps, d : float, int, int
+        Learning rate and steps of GD, the second width.
+
+    Returns
+    -------
+    ndarray, shape (len(seeds),)
+        Each member's largest ``|f_10 - f_d|`` over steps and inputs.
+    """
+    seeds, rngs = _members("seeds", seeds), _members("rngs", rngs)
+    if len(rngs) != len(seeds):
+        raise ValueError(f"rngs must hold {len(seeds)} generators, one a seed")
+    lr, d = positive("lr", lr), width("d", d)
+    gaps = []
+    for seed, r in zip(seeds, rngs):
+        model, labels, _, W = general_task(seed, *task)
+        W_d = realize_moments(*moments(W), d, rng=r)
+        f, f_d = (model.train(V, labels, lr, steps)[1] for V in (W, W_d))
+        gaps.append(np.max(np.abs(f - f_d)))
+    return np.array(gaps)
 
 
 def _state_gap(a: MomentumState, b: MomentumState) -> float:
@@ -462,3 +561,38 @@ def adam_twins(
     O = rotation_fixing_ones(r, d)
     twins = ((adam, W @ O), (adam, W[:, r.permutation(d)]), (gd, W @ O))
     return tuple(twin_gap(model, step, W, twin, steps) for step, twin in twins)
+
+
+def adam_ensemble(
+    model: NQF,
+    y: np.ndarray,
+    seeds: Sequence[int],
+    shape: tuple[int, int],
+    lr_adam: float,
+    lr_gd: float,
+    steps: int,
+    sigma: float = 0.1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`adam_twins` over an ensemble of layers (App. B.3, Lim. 5).
+
+    Member ``j`` draws from ``numpy.random.default_rng(seeds[j])`` its
+    layer ``sigma * N(0, 1)`` of ``shape``, then its twins.
+
+    Parameters
+    ----------
+    model, y, lr_adam, lr_gd, steps
+        As in :func:`adam_twins`.
+    seeds, shape, sigma : sequence of int, (p, d), float
+
+    Returns
+    -------
+    tuple of three ndarray, shape (len(seeds), steps)
+        The curves of :func:`adam_twins`, one row a member.
+    """
+    seeds, sigma = _members("seeds", seeds), positive("sigma", sigma)
+    curves = []
+    for seed in seeds:
+        r = np.random.default_rng(seed)
+        W = sigma * r.standard_normal(shape)
+        curves.append(adam_twins(model, y, W, r, lr_adam, lr_gd, steps))
+    return tuple(np.array(rows) for rows in zip(*curves))
