@@ -13,6 +13,7 @@ import pytest
 from nqf_lite.expansion import models as ar
 from nqf_lite.experiments.architectures import (
     feedforward_invariance,
+    feedforward_split,
     truncation_errors,
 )
 
@@ -101,3 +102,21 @@ def test_feedforward_invariance_refuses_bad_input():
         feedforward_invariance(A, W, G[:2, :2])
     with pytest.raises(ValueError):
         feedforward_invariance(np.ones((5, 5)), W, G)  # no feed-forward form
+
+
+def test_feedforward_split_of_hand_built_matrices():
+    C = np.arange(1.0, 7.0).reshape(3, 2)  # Z1: 3 rows, Z2: 2 rows
+    A = 0.5 * np.block([[np.zeros((3, 3)), C], [C.T, np.zeros((2, 2))]])
+    assert feedforward_split(A) == 3
+    # the perceptron: u (k entries) against the readout v (Prop. 1)
+    assert feedforward_split(ar.A_mlp(np.array([1.0, -2.0, 0.5]), 1.0)) == 3
+    # phase retrieval: A = a a^T has nonzero diagonal blocks (Table 3)
+    a = np.array([1.0, 2.0, -1.0, 0.5])
+    assert feedforward_split(np.outer(a, a)) is None
+
+
+def test_feedforward_split_refuses_what_is_not_a_structure_matrix():
+    with pytest.raises(ValueError, match="A must be symmetric"):
+        feedforward_split(np.array([[0.0, 1.0], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="A must have shape"):
+        feedforward_split(np.zeros(4))

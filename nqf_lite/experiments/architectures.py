@@ -9,7 +9,9 @@ experiments are here:
   inputs and weight directions (Thm 1; Prop. 2, App. A.5);
 - :func:`feedforward_invariance`: that an NQF of the feed-forward form
   depends on ``W = [Z1; Z2]`` only through ``Z2 Z1^T``, and that the
-  representation ``h = Z1^T C`` reads it out (Eqs. 17-19).
+  representation ``h = Z1^T C`` reads it out (Eqs. 17-19);
+- :func:`feedforward_split`: where a structure matrix splits into the
+  feed-forward form of Eq. 17, or ``None`` if it has none.
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from nqf_lite._checks import as_array, integer
+from nqf_lite._checks import as_array, check_symmetric, integer
 from nqf_lite.expansion import expand, truncation_error
 from nqf_lite.expansion.models import feedforward_blocks, representation
 
-__all__ = ["feedforward_invariance", "truncation_errors"]
+__all__ = [
+    "feedforward_invariance",
+    "feedforward_split",
+    "truncation_errors",
+]
 
 
 def truncation_errors(
@@ -139,3 +145,38 @@ def feedforward_invariance(
     h = representation(W, C_block, split)
     readout = abs(np.sum(h * W[split:].T) - quad)
     return invariance, moved, readout
+
+
+def feedforward_split(A: Any) -> int | None:
+    """The split of ``A`` in the feed-forward form of Eq. 17, if it has one.
+
+    ``A = 1/2 [[0, C], [C^T, 0]]`` with ``W = [Z1; Z2]`` split after row
+    ``split`` (Eqs. 17-18; :func:`~nqf_lite.expansion.models.
+    feedforward_blocks`). Phase retrieval's ``A = a a^T`` has no such form
+    (Table 3).
+
+    Parameters
+    ----------
+    A : array_like, shape (p, p) or (V, p, p)
+        A symmetric structure matrix.
+
+    Returns
+    -------
+    int or None
+        The smallest split, or ``None`` if ``A`` has no feed-forward form.
+
+    Raises
+    ------
+    ValueError
+        If ``A`` is not a symmetric matrix (or a stack of them).
+    """
+    A = as_array("A", A)
+    if A.ndim not in (2, 3):
+        raise ValueError(
+            f"A must have shape (p, p) or (V, p, p), got {A.shape}"
+        )
+    check_symmetric("A", A)
+    try:
+        return feedforward_blocks(A)[1]
+    except ValueError:
+        return None
