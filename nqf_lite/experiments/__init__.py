@@ -14,7 +14,8 @@ Used by the chapters, the tests and the benchmarks.
 - :mod:`~nqf_lite.experiments.ensemble`: ensembles of networks trained at
   once (``vmap``);
 - :mod:`~nqf_lite.experiments.architectures`: chapter 2's truncation-error
-  ensembles and the feed-forward invariance (Thm 1, Prop. 2, Eqs. 17-19);
+  ensembles, the feed-forward invariance and ``feedforward_split`` (Thm 1,
+  Prop. 2, Eqs. 17-19);
 - :mod:`~nqf_lite.experiments.real_networks`: chapter 3's runners: twin
   checks, the Fig. 2 ensembles, online teachers (Fig. 6), the digits
   splits (Fig. 7);
@@ -38,9 +39,10 @@ Used by the chapters, the tests and the benchmarks.
   (the MoE runs of chapter 11; the how-to's phase-retrieval run, closed
   switch-on and image data);
 - :mod:`~nqf_lite.experiments.closure`: the runs of the closure chapter
-  (a general NQF's task, heavy-ball momentum against its closed recursion,
-  twins under Adam and GD, the tangent kernel and its motion; Thm 2,
-  Cor. 2, Props. 8-9);
+  (a general NQF's task, the closed recursion against explicit layers,
+  heavy-ball momentum against its closed recursion, twins under Adam and GD
+  and their ensembles, the tangent kernel and its motion; Thm 2, Cor. 2,
+  Props. 8-9);
 - :mod:`~nqf_lite.experiments.compression`: the runs of the compression
   chapter (a layer and its twin, real tanh networks against their twins,
   the twins and Lipschitz constant of Corollary 3; Thm 3, Cor. 3, App. B.5).
