@@ -112,26 +112,6 @@ def test_theory_exponents_refuse_bad_windows_and_margins():
         px.theory_exponents(pm.r, pm.C, z0, (2, 10), margin=(0.5, 1.0))
 
 
-def test_onehot_ensemble_equals_separate_runs():
-    m, d, n, lr = 30, 3, 3, 0.2
-    pm = sc.powerlaw_modes(m, 1.8, 1.2)
-    W0 = 1e-3 * np.random.default_rng(3).standard_normal((n * m, d))
-    t, L = px.onehot_ensemble(pm.a, pm.y, W0, lr, 400, n, every=10)
-    assert L.shape == (t.size, n)
-    for j in range(n):
-        W_j = W0[j * m : (j + 1) * m]
-        t_j, z_j = sc.onehot_quadratic_gd(pm.a, pm.y, W_j, lr, 400, every=10)
-        assert np.allclose(t, t_j, rtol=1e-12)
-        want = ((pm.a * z_j - pm.y) ** 2).sum(axis=1)
-        assert np.allclose(L[:, j], want, rtol=1e-9)
-
-
-def test_onehot_ensemble_refuses_an_empty_ensemble():
-    pm = sc.powerlaw_modes(5, 1.8, 1.2)
-    with pytest.raises(ValueError, match="n_ens"):
-        px.onehot_ensemble(pm.a, pm.y, np.ones((5, 2)), 0.1, 10, 0)
-
-
 def test_train_to_switch_on_runs_past_the_switch_on_from_the_target_loss():
     M, P, c, lr = 64, 6, 0.1, 0.5
     _, psi = fo.fourier_features(M, P)

@@ -3,8 +3,9 @@ Prop. 9): exponents fitted to exact loss curves and to trained networks.
 
 Exact theory: :func:`local_exponents` (Eq. 295), :func:`exponent_shifts`
 (the eps -> 0 limit, Eq. 292), :func:`theory_exponents` (many starts),
-:func:`fourier_power_law` (many Fourier modes). Networks:
-:func:`onehot_ensemble` (Eq. 49), :func:`train_to_switch_on` and
+:func:`fourier_power_law` (many Fourier modes). Networks (the one-hot
+runs are in :mod:`~nqf_lite.experiments.power_law_networks`):
+:func:`train_to_switch_on` and
 :func:`net_vs_nqf` (Fig. 5), :func:`plain_mlp_control` (its baseline),
 :func:`ntk_drift` (Prop. 9).
 """
@@ -49,7 +50,6 @@ __all__ = [
     "local_exponents",
     "net_vs_nqf",
     "ntk_drift",
-    "onehot_ensemble",
     "plain_mlp_control",
     "theory_exponents",
     "train_to_switch_on",
@@ -271,52 +271,6 @@ def theory_exponents(
     E = excess_loss_draws(t, r, C, z0)
     fits = -sc.fit_loglog_slopes(t, E, ts[:, [lo, hi]])
     return TheoryExponents(t, E, ts, fits)
-
-
-def onehot_ensemble(
-    a: object,
-    y: object,
-    W0: object,
-    lr: float,
-    n_steps: int,
-    n_ens: int,
-    every: int = 10,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Train ``n_ens`` one-hot quadratic networks at once (Section 6, Eq.
-    49; Theorem 11).
-
-    Samples never interact, so ``n_ens`` copies of the data set form one data
-    set of ``n_ens * m`` samples; the loss's ``1/m`` then shrinks every rate
-    by ``n_ens``, which a learning rate ``n_ens`` times larger undoes. Each
-    member is then gradient descent at ``lr`` on its own copy
-    (:func:`~nqf_lite.dynamics.scaling.onehot_quadratic_gd`).
-
-    Parameters
-    ----------
-    a, y : array_like, shape (m,)
-        The samples' scales and targets.
-    W0 : array_like, shape (n_ens * m, d)
-        Initial weights, member by member.
-    lr : float
-        Learning rate of one member.
-    n_steps, n_ens, every : int
-        Steps, members, and steps between records.
-
-    Returns
-    -------
-    t : ndarray, shape (T,)
-        Times of the records (``lr`` times the step).
-    L : ndarray, shape (T, n_ens)
-        ``sum_n Delta_n^2`` of each member, ``Delta_n = a_n z_n - y_n``.
-    """
-    a = vector("a", a)
-    y = vector("y", y, a.size)
-    n = integer("n_ens", n_ens)
-    a_ens, y_ens = np.tile(a, n), np.tile(y, n)
-    gd = dict(lr=n * positive("lr", lr), n_steps=n_steps, every=every)
-    t, z = sc.onehot_quadratic_gd(a_ens, y_ens, W0, **gd)
-    L = ((a * z.reshape(-1, n, a.size) - y) ** 2).sum(axis=-1)
-    return t / n, L
 
 
 def train_to_switch_on(
