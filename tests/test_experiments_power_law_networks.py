@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 from scipy.special import digamma
 
 from nqf_lite.dynamics import scaling as sc
@@ -154,3 +155,105 @@ def test_fourier_exponent_runs_refuse_mismatched_weights():
         pn.fourier_exponent_runs(
             thetas, a0, W0, draws, -1.0, beta, psi, amp, ctrl
         )
+
+
+def _ntk_drift_by_differences(d, alpha_A, alpha_B, seed, m=6, p=4, n_w=16):
+    """||dTheta/dt|| from the NTK of autograd, differenced along -dL/dW."""
+    g_ = np.random.default_rng(seed)
+    sym = lambda X: (X + np.swapaxes(X, -1, -2)) / 2  # noqa: E731
+    g = torch.tensor(g_.standard_normal((m, p)) * d**-0.5)
+    B = torch.tensor(sym(g_.standard_normal((m, p, p))) * d**-alpha_B)
+    A = torch.tensor(sym(g_.standard_normal((m, p, p))) * d**-alpha_A)
+    y = torch.tensor(g_.standard_normal(m))
+    Ws = torch.tensor(g_.standard_normal((n_w, d, p)) / np.sqrt(d))
+
+    def f(W):  # one draw, the NQF of the paper's Eq. 20
+        mu, M = W.sum(0), W.T @ W
+        return (
+            g @ mu
+            + torch.einsum("i,nij,j->n", mu, B, mu)
+            + (torch.einsum("ij,nji->n", M, A))
+        )
+
+    def ntk(W):
+        J = torch.autograd.functional.jacobian(f, W).reshape(m, -1)
+        return J @ J.T
+
+    out = []
+    for W in Ws:
+        loss = lambda W: ((f(W) - y) ** 2).mean()  # noqa: E731
+        v = -torch.autograd.functional.jacobian(loss, W)
+        h = 1e-4
+        dtheta = (ntk(W + h * v) - ntk(W - h * v)) / (2 * h)
+        out.append((dtheta**2).sum())
+    return float(torch.sqrt(torch.stack(out).mean()))
+
+
+def test_ntk_drift_equals_a_finite_difference_of_the_autograd_ntk():
+    for d, aA, aB in ((8, 2.0, 1.5), (16, 0.0, 1.5)):
+        got = pn.ntk_drift(d, aA, aB, seed=5)
+        assert got == pytest.approx(
+            _ntk_drift_by_differences(d, aA, aB, 5), rel=1e-6
+        )
+
+
+def test_ntk_drift_grows_with_the_width_as_proposition_9_says():
+    widths = np.array([64, 256, 1024, 4096])
+    # max(1 - alpha_B, -alpha_A): the alpha_B branch, then the alpha_A branch
+    for aA, aB, pred in ((2.0, 1.5, -0.5), (1.0, 2.5, -1.0)):
+        drifts = [pn.ntk_drift(d, aA, aB, seed=7) for d in widths]
+        slope = np.polyfit(np.log(widths), np.log(drifts), 1)[0]
+        assert slope == pytest.approx(pred, abs=0.15)
+    with pytest.raises(ValueError, match="d"):
+        pn.ntk_drift(0, 2.0, 1.5, 7)
+    with pytest.raises(TypeError, match="d"):
+        pn.ntk_drift(64.5, 2.0, 1.5, 7)
+
+
+def test_plain_mlp_control_follows_its_one_linear_mode():
+    M, H, lr = 64, 32, 0.5
+    x = np.arange(M) / M
+    y = (
+        0.1
+        * np.sqrt(2)
+        * np.sin(2 * np.pi * np.outer(x, [1.0, 2.0]))
+        @ [
+            1.0,
+            0.35,
+        ]
+    )
+    u0, v0 = 1e-4 * np.random.default_rng(6).standard_normal((2, 2, H))
+    out = pn.plain_mlp_control(u0, v0, x, y, lr)
+    # the one linear feature x: r = 4|<xy>|, C = 2<x^2>, V = <xy>^2/<x^2>
+    xy, xx = np.mean(x * y), np.mean(x**2)
+    assert out.V == pytest.approx(xy**2 / xx, rel=1e-12)
+    assert out.L0 == pytest.approx(np.mean(y**2), rel=1e-12)
+    # its mode from z(0) = (u + sign(<xy>) v)^2 / 2 reaches 90 % at t_90
+    r, C = 4 * abs(xy), 2 * xx
+    z0 = ((u0 + np.sign(xy) * v0) ** 2).sum(axis=1) / 2
+    t90 = (np.log(9 * (r / C - z0) / z0) / r).max()
+    assert out.t.size == int(3 * t90 / lr)
+    # the flow's logistic, written out; GD's at the rate (2/lr) ln(1 + lr r/2)
+    e = np.exp(r * out.t)[:, None]
+    z = z0 * e / (1 + C * z0 * (e - 1) / r)
+    assert np.allclose(
+        out.L_flow, out.L0 - out.V * (1 - (1 - z * C / r) ** 2), rtol=1e-9
+    )
+    # the networks learn the linear part only, as the GD-rate mode predicts
+    assert np.abs(out.L / out.L_gd - 1).max() < 0.004
+    assert np.abs(out.L / out.L_flow - 1).max(axis=0).min() > 0.005
+    with pytest.raises(ValueError, match="v0"):
+        pn.plain_mlp_control(u0, v0[:, :3], x, y, lr)
+
+
+def test_ntk_width_slopes_fit_the_autograd_ntk_across_widths():
+    widths = [8.0, 16.0, 32.0]
+    got = pn.ntk_width_slopes(widths, 2.0, 1.5, [3, 4])
+    for seed, slope in zip([3, 4], got):
+        drifts = [
+            _ntk_drift_by_differences(int(d), 2.0, 1.5, seed) for d in widths
+        ]
+        hand = np.polyfit(np.log(widths), np.log(drifts), 1)[0]
+        assert slope == pytest.approx(hand, abs=1e-5)
+    with pytest.raises(ValueError, match="widths"):
+        pn.ntk_width_slopes([64.0], 2.0, 1.5, [3])

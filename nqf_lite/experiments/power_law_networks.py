@@ -1,11 +1,13 @@
 """The networks of chapter 7 against their power laws (Section 6; Thm 11,
-Eq. 49; App. C, Eqs. 292-298; the paper's Fig. 5).
+Eq. 49; App. C, Eqs. 292-298; Prop. 9; the paper's Fig. 5).
 
 :func:`onehot_ensemble` trains one-hot quadratic networks at once,
 :func:`onehot_power_law` fits their exponents next to the exact theory's;
 :func:`fourier_exponent_runs` does the same for the tanh Fourier MLP of
 Fig. 5 and its NQF, at the book's amplitudes and, the control, at the
-paper's.
+paper's; :func:`plain_mlp_control` is its baseline without features.
+:func:`ntk_drift` and :func:`ntk_width_slopes` measure how fast the tangent
+kernel moves with the width (Prop. 9).
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ import functools
 from typing import NamedTuple, Sequence
 
 import numpy as np
+import torch
 from scipy.special import digamma
+from torch.func import jvp
 
 from nqf_lite._checks import (
     as_array,
     check_shape,
     integer,
+    natural,
     positive,
     vector,
+    width,
 )
 from nqf_lite.dynamics import scaling as sc
 from nqf_lite.dynamics.solvable import (
@@ -29,6 +35,7 @@ from nqf_lite.dynamics.solvable import (
     switch_on_time_exact,
 )
 from nqf_lite.expansion.models import fourier as fo
+from nqf_lite.experiments.fourier import train_tanh_mlp
 from nqf_lite.experiments.pool import run_jobs
 from nqf_lite.experiments.power_laws import (
     net_vs_nqf,
@@ -38,9 +45,13 @@ from nqf_lite.experiments.power_laws import (
 
 __all__ = [
     "OneHotRun",
+    "PlainControl",
     "fourier_exponent_runs",
+    "ntk_drift",
+    "ntk_width_slopes",
     "onehot_ensemble",
     "onehot_power_law",
+    "plain_mlp_control",
 ]
 
 
@@ -314,3 +325,182 @@ net_vs_nqf`). The exact theory's exponents
         R["disc"] = (1 - 2 * np.log1p(r_disc / 2) / r_disc).max()
         runs[th] = R
     return runs
+
+
+def ntk_drift(
+    d: int,
+    alpha_A: float,
+    alpha_B: float,
+    seed: int,
+    m: int = 6,
+    p: int = 4,
+    n_draws: int = 16,
+) -> float:
+    """How fast the NTK moves at initialisation, ``||dTheta/dt||_F`` at
+    ``t = 0``, for one random NQF scaled as in Proposition 9 (Eqs.
+    250-251).
+
+    The NQF ``f_n = g_n . mu + mu^T B_n mu + Tr[M A_n]`` has ``g ~ d^-1/2``,
+    ``B ~ d^-alpha_B``, ``A ~ d^-alpha_A`` (Gaussian, symmetrised), ``m``
+    Gaussian targets, and ``n_draws`` draws of ``d`` units of ``p``
+    weights each, ``w ~ N(0, 1/d)``. Under gradient flow on the mean squared
+    loss the NTK's time derivative is its forward derivative along
+    ``-dL/dW`` (``torch.func.jvp``).
+
+    Parameters
+    ----------
+    d, seed : int
+        The width; the seed of the NQF and the weights.
+    alpha_A, alpha_B : float
+        The scalings of ``A`` and ``B``.
+    m, p, n_draws : int
+        Samples, weights per unit, weight draws.
+
+    Returns
+    -------
+    float
+        The root mean square over the weight draws.
+    """
+    d = np.float64(width("d", d))  # numpy's powers, as the widths array
+    m, p, n_w = integer("m", m), integer("p", p), integer("n_draws", n_draws)
+    g_ = np.random.default_rng(natural("seed", seed))
+
+    def sym(X):
+        return (X + np.swapaxes(X, -1, -2)) / 2
+
+    g = torch.tensor(g_.standard_normal((m, p)) * d**-0.5)
+    B = torch.tensor(sym(g_.standard_normal((m, p, p))) * d**-alpha_B)
+    A = torch.tensor(sym(g_.standard_normal((m, p, p))) * d**-alpha_A)
+    y = torch.tensor(g_.standard_normal(m))
+    W = torch.tensor(g_.standard_normal((n_w, int(d), p)) / np.sqrt(d))
+
+    def grads(W):  # grad_{w_i} f_n = u_n + 2 A_n w_i, shape (n_w, m, d, p)
+        u = g + 2 * torch.einsum("nij,wj->wni", B, W.sum(1))
+        return u[:, :, None, :] + 2 * torch.einsum("nij,wdj->wndi", A, W)
+
+    def f(W):
+        mu, M = W.sum(1), W.transpose(1, 2) @ W
+        quad = torch.einsum("wi,nij,wj->wn", mu, B, mu)
+        return mu @ g.T + quad + torch.einsum("wij,nji->wn", M, A)
+
+    def ntk(W):
+        G = grads(W)
+        return torch.einsum("wndi,wkdi->wnk", G, G)
+
+    # -dL/dW
+    velocity = -(2 / m) * torch.einsum("wn,wndi->wdi", f(W) - y, grads(W))
+    _, dtheta = jvp(ntk, (W,), (velocity,))
+    return float(torch.sqrt((dtheta**2).sum((1, 2)).mean()))
+
+
+def ntk_width_slopes(
+    widths: Sequence[float],
+    alpha_A: float,
+    alpha_B: float,
+    seeds: Sequence[int],
+) -> np.ndarray:
+    """Fitted width exponents of the NTK's speed, one per seed (Prop. 9, Eqs.
+    250-251).
+
+    For each seed, :func:`ntk_drift` (at its defaults) is measured at every
+    width, with the same seed, and the slope of ``ln ||dTheta/dt||`` against
+    ``ln d`` is fitted by least squares. The runs go one after the other:
+    ``torch.func``'s forward AD is not thread-safe.
+
+    Parameters
+    ----------
+    widths : sequence of float
+        At least two widths, integers.
+    alpha_A, alpha_B : float
+        The scalings of ``A`` and ``B``.
+    seeds : sequence of int
+
+    Returns
+    -------
+    ndarray, shape (len(seeds),)
+        The slopes; Prop. 9 predicts ``max(1 - alpha_B, -alpha_A)``.
+    """
+    widths = vector("widths", widths)
+    if widths.size < 2:
+        raise ValueError(f"widths must hold at least two, got {widths}")
+    slopes = []
+    for seed in seeds:
+        drifts = [ntk_drift(int(d), alpha_A, alpha_B, seed) for d in widths]
+        slopes.append(np.polyfit(np.log(widths), np.log(drifts), 1)[0])
+    return np.array(slopes)
+
+
+class PlainControl(NamedTuple):
+    """What :func:`plain_mlp_control` returns."""
+
+    t: np.ndarray
+    L: np.ndarray
+    L_gd: np.ndarray
+    L_flow: np.ndarray
+    L0: float
+    V: float
+
+
+def plain_mlp_control(
+    u0: object,
+    v0: object,
+    x: object,
+    y: object,
+    lr: float,
+    rho: float = 0.9,
+    overrun: float = 3.0,
+) -> PlainControl:
+    """Plain bias-free tanh MLPs on the raw input against their one-mode NQF
+    (Prop. 1, Theorem 6, Eq. 163; the baseline of the paper's Fig. 5).
+
+    The NQF of ``sum_i v_i tanh(u_i x)`` is ``sum_i v_i u_i x``: one linear
+    feature, whose growing mode ``(u + sign<xy> v)/sqrt(2)`` has the rate
+    ``r = 4|<xy>|``, the self-competition ``C = 2<x^2>`` and the drop
+    ``V = r^2/(8C) = <xy>^2/<x^2>``. Each run is trained by
+    :func:`~nqf_lite.experiments.fourier.train_tanh_mlp` up to ``overrun``
+    times the latest time a run's mode reaches ``rho`` of its ceiling. GD
+    multiplies a small ``z`` by ``(1 + lr r/2)^2`` per step: the flow's rate
+    ``r`` becomes ``r_gd = (2/lr) ln(1 + lr r/2)``, the ceiling stays ``r/C``.
+
+    Parameters
+    ----------
+    u0, v0 : array_like, shape (S, H)
+        Input and output weights of ``S`` runs of ``H`` units.
+    x, y : array_like, shape (M,)
+    lr : float
+    rho, overrun : float
+        A fraction in (0, 1) of the ceiling, and a factor ``>= 1`` on its
+        time.
+
+    Returns
+    -------
+    PlainControl
+        The times ``t`` (T,); the runs' losses ``L`` (T, S); the one-mode
+        NQF's at GD's rate, ``L_gd``, and at the flow's, ``L_flow`` (T, S);
+        the initial loss ``L0 = <y^2>`` and the drop ``V``.
+    """
+    u0, v0 = as_array("u0", u0, ndim=2), as_array("v0", v0, ndim=2)
+    check_shape("v0", v0, u0.shape)
+    x = vector("x", x)
+    y = vector("y", y, x.size)
+    lr = positive("lr", lr)
+    if positive("overrun", overrun) < 1:
+        raise ValueError(f"overrun must be >= 1, got {overrun}")
+    r, C = abs(4 * np.mean(x * y)), 2 * np.mean(x**2)
+    V = r**2 / (8 * C)
+    L0 = np.mean(y**2)
+    sign = np.sign(np.mean(x * y))
+    z0 = ((u0 + sign * v0) ** 2).sum(axis=1) / 2
+    n = z0.size
+    t_rho = switch_on_time_exact(np.full(n, r), np.full(n, C), z0, rho=rho)
+    n_steps = int(overrun * t_rho.max() / lr)
+    runs = [train_tanh_mlp(u, v, x, y, lr, n_steps)[1] for u, v in zip(u0, v0)]
+    t = lr * np.arange(n_steps)
+
+    def one_mode(rate, comp):
+        z = feature_trajectory(t, np.full(n, rate), np.full(n, comp), z0)
+        return L0 - V * (1 - (1 - z / (r / C)) ** 2)
+
+    r_gd = 2 / lr * np.log1p(lr * r / 2)
+    L_gd, L_flow = one_mode(r_gd, C * r_gd / r), one_mode(r, C)
+    return PlainControl(t, np.stack(runs, 1), L_gd, L_flow, L0, V)
