@@ -195,3 +195,30 @@ def test_eq295_drift_divides_out_the_window_and_follows_eq_295():
         px.eq295_drift(pm.r, pm.C, a1, a2, [1e-6, -1.0], edges)
     with pytest.raises(ValueError, match="edges"):
         px.eq295_drift(pm.r, pm.C, a1, a2, eps, [10, 5])
+
+
+def test_start_exponent_matches_the_hand_loss_and_eq_292():
+    a1, a2, m, eps = 2.0, 0.8, 1000, 1e-6
+    pm = sc.powerlaw_modes(m, a1, a2)
+    k = np.arange(1, m + 1)
+    t = np.geomspace(0.1, 3e4, 3000)
+    for b0 in (a1 - a2, 0.0):
+        out = px.start_exponent(pm.r, pm.C, a1, a2, eps, b0, t, (2, 49))
+        z0 = eps * k**-b0
+        zinf = pm.r / pm.C  # the logistic, without overflow
+        z = zinf / (1 + (zinf / z0 - 1) * np.exp(-np.outer(t, pm.r)))
+        L = ((pm.r**2 / (8 * pm.C)) * (1 - z / zinf) ** 2).sum(axis=1)
+        assert np.allclose(out["E"], L, rtol=1e-9, atol=1e-15)
+        ts = _switch_on(pm.r, pm.C, z0)
+        assert np.allclose(out["window"], (ts[2], ts[49]), rtol=1e-12)
+        hand = _slope(t, L, ts[2], ts[49])
+        assert out["fit"].slope == pytest.approx(hand, abs=0.01)
+        keff = (a1 - 1) / (a2 - (a1 - a2 - b0) / np.log(zinf / z0))
+        assert out["keff"] == pytest.approx(keff[2:50].mean(), rel=1e-12)
+    # Theorem 9: the aligned start's exponent is (a1 - 1)/a2
+    out = px.start_exponent(pm.r, pm.C, a1, a2, eps, a1 - a2, t, (2, 49))
+    assert -out["fit"].slope == pytest.approx((a1 - 1) / a2, rel=0.04)
+    with pytest.raises(ValueError, match="window"):
+        px.start_exponent(pm.r, pm.C, a1, a2, eps, 0.0, t, (40, 2))
+    with pytest.raises(ValueError, match="eps"):
+        px.start_exponent(pm.r, pm.C, a1, a2, -eps, 0.0, t)

@@ -1,7 +1,8 @@
 """The power-law runs of Section 6 and App. C (Thms 9, 11; Eqs. 292-298):
 exponents fitted to exact loss curves, and the Fourier networks of Fig. 5.
 
-Exact theory: :func:`local_exponents` and :func:`eq295_drift` (Eq. 295),
+Exact theory: :func:`start_exponent` (Thm 9, Eq. 292),
+:func:`local_exponents` and :func:`eq295_drift` (Eq. 295),
 :func:`exponent_shifts` (the eps -> 0 limit, Eq. 292),
 :func:`theory_exponents` (many starts), :func:`fourier_power_law` (many
 Fourier modes). Networks: :func:`train_to_switch_on` and
@@ -39,6 +40,7 @@ __all__ = [
     "FourierPowerLaw",
     "TheoryExponents",
     "exponent_shifts",
+    "start_exponent",
     "fourier_power_law",
     "local_exponents",
     "net_vs_nqf",
@@ -61,6 +63,57 @@ def _modes(name: str, value: object, m: int) -> tuple[int, int]:
             f"{value!r}"
         )
     return lo, hi
+
+
+def start_exponent(
+    r: object,
+    C: object,
+    alpha1: float,
+    alpha2: float,
+    eps: float,
+    beta0: float,
+    t: object,
+    window: tuple[int, int] = (2, 49),
+) -> dict:
+    """The exact loss from ``z_k(0) = eps k^-beta0``, its fitted exponent and
+    Eq. 292's (Theorem 9; App. C, Eq. 292; the paper's Fig. 3, right).
+
+    The excess loss (Eq. 163) of the exact logistic modes (Theorem 6, Eq.
+    39) is evaluated at the times ``t`` and fitted between the switch-ons
+    (Eq. 157) of the 0-based modes ``window``; ``k_eff`` of Eq. 292 at the
+    same start is averaged over the window's modes.
+
+    Parameters
+    ----------
+    r, C : array_like, shape (K,)
+        Growth rates and self-competitions of the modes.
+    alpha1, alpha2 : float
+        Their decays.
+    eps, beta0 : float
+        The start's scale and decay (``beta0 = alpha1 - alpha2``: aligned;
+        ``0``: uniform).
+    t : array_like, shape (T,)
+        Increasing times that cover the window.
+    window : (int, int)
+
+    Returns
+    -------
+    dict
+        ``E`` (T,), the switch-ons ``ts`` (K,), the fit ``window`` in time,
+        the ``fit`` (:class:`~nqf_lite.dynamics.loglog.LogLogFit`) and
+        ``keff``.
+    """
+    r = vector("r", r)
+    C = vector("C", C, r.size)
+    lo, hi = _modes("window", window, r.size)
+    k = np.arange(1, r.size + 1)
+    z0 = positive("eps", eps) * k ** -float(beta0)
+    E = sc.excess_loss(feature_trajectory(t, r, C, z0), r, C)
+    ts = switch_on_time_exact(r, C, z0)
+    keff = sc.effective_slope(alpha1, alpha2, r, C, eps, beta0=beta0)
+    fit = sc.fit_loglog_slope(t, E, (ts[lo], ts[hi]))
+    win = (ts[lo], ts[hi])
+    return dict(E=E, ts=ts, window=win, fit=fit, keff=keff[lo : hi + 1].mean())
 
 
 def local_exponents(
