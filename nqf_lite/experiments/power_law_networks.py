@@ -231,8 +231,9 @@ def fourier_exponent_runs(
     NQFs (:func:`~nqf_lite.experiments.power_laws.train_to_switch_on`, up
     to 1.05 times the 15th switch-on) at the amplitudes ``amp = (c,
     kappa)`` and, the control, at ``control_amp``; each is fitted on its
-    own ``[t*_3, t*_15]`` (:func:`~nqf_lite.experiments.power_laws.\
-net_vs_nqf`). The exact theory's exponents
+    own ``[t*_3, t*_15]``
+    (:func:`~nqf_lite.experiments.power_laws.net_vs_nqf`). The exact
+    theory's exponents
     (:func:`~nqf_lite.experiments.power_laws.theory_exponents`) come from
     the runs' own starts ``z_k(0) = (a_k + W_k)^2 / 2`` (at both
     amplitudes), from ``z0_draws`` and from the typical start ``eps_typ``,
@@ -259,7 +260,7 @@ net_vs_nqf`). The exact theory's exponents
     dict
         ``theta -> dict``: ``t``, ``L_net``, ``L_nqf`` (T, S), ``ts`` the
         runs' switch-ons, ``steps``; ``fit_net``, ``fit_nqf``, ``gap``,
-        ``gap_mean`` of :func:`net_vs_nqf`; ``fit_th`` the exact exponents
+        ``gap_mean`` of ``net_vs_nqf``; ``fit_th`` the exact exponents
         from the runs' own starts; ``paper``, the same at ``control_amp``;
         ``fit_draws``, ``t_draws``, ``band`` (the 10, 50 and 90 % quantiles
         of the draws' loss over the initial loss ``c^2 sum b_k^2``);
