@@ -3,7 +3,6 @@ independent route, or the paper's exponents; and their bad input."""
 
 import numpy as np
 import pytest
-import torch
 
 from nqf_lite.dynamics import scaling as sc
 from nqf_lite.expansion.models import fourier as fo
@@ -112,26 +111,6 @@ def test_theory_exponents_refuse_bad_windows_and_margins():
         px.theory_exponents(pm.r, pm.C, z0, (2, 10), margin=(0.5, 1.0))
 
 
-def test_onehot_ensemble_equals_separate_runs():
-    m, d, n, lr = 30, 3, 3, 0.2
-    pm = sc.powerlaw_modes(m, 1.8, 1.2)
-    W0 = 1e-3 * np.random.default_rng(3).standard_normal((n * m, d))
-    t, L = px.onehot_ensemble(pm.a, pm.y, W0, lr, 400, n, every=10)
-    assert L.shape == (t.size, n)
-    for j in range(n):
-        W_j = W0[j * m : (j + 1) * m]
-        t_j, z_j = sc.onehot_quadratic_gd(pm.a, pm.y, W_j, lr, 400, every=10)
-        assert np.allclose(t, t_j, rtol=1e-12)
-        want = ((pm.a * z_j - pm.y) ** 2).sum(axis=1)
-        assert np.allclose(L[:, j], want, rtol=1e-9)
-
-
-def test_onehot_ensemble_refuses_an_empty_ensemble():
-    pm = sc.powerlaw_modes(5, 1.8, 1.2)
-    with pytest.raises(ValueError, match="n_ens"):
-        px.onehot_ensemble(pm.a, pm.y, np.ones((5, 2)), 0.1, 10, 0)
-
-
 def test_train_to_switch_on_runs_past_the_switch_on_from_the_target_loss():
     M, P, c, lr = 64, 6, 0.1, 0.5
     _, psi = fo.fourier_features(M, P)
@@ -185,90 +164,61 @@ def test_fourier_power_law_windows_exponents_and_bad_input():
         px.fourier_power_law(theta, beta, 50, 0.1, z0, window=(4, 60))
 
 
-def _ntk_drift_by_differences(d, alpha_A, alpha_B, seed, m=6, p=4, n_w=16):
-    """||dTheta/dt|| from the NTK of autograd, differenced along -dL/dW."""
-    g_ = np.random.default_rng(seed)
-    sym = lambda X: (X + np.swapaxes(X, -1, -2)) / 2  # noqa: E731
-    g = torch.tensor(g_.standard_normal((m, p)) * d**-0.5)
-    B = torch.tensor(sym(g_.standard_normal((m, p, p))) * d**-alpha_B)
-    A = torch.tensor(sym(g_.standard_normal((m, p, p))) * d**-alpha_A)
-    y = torch.tensor(g_.standard_normal(m))
-    Ws = torch.tensor(g_.standard_normal((n_w, d, p)) / np.sqrt(d))
-
-    def f(W):  # one draw, the NQF of the paper's Eq. 20
-        mu, M = W.sum(0), W.T @ W
-        return (
-            g @ mu
-            + torch.einsum("i,nij,j->n", mu, B, mu)
-            + (torch.einsum("ij,nji->n", M, A))
-        )
-
-    def ntk(W):
-        J = torch.autograd.functional.jacobian(f, W).reshape(m, -1)
-        return J @ J.T
-
-    out = []
-    for W in Ws:
-        loss = lambda W: ((f(W) - y) ** 2).mean()  # noqa: E731
-        v = -torch.autograd.functional.jacobian(loss, W)
-        h = 1e-4
-        dtheta = (ntk(W + h * v) - ntk(W - h * v)) / (2 * h)
-        out.append((dtheta**2).sum())
-    return float(torch.sqrt(torch.stack(out).mean()))
-
-
-def test_ntk_drift_equals_a_finite_difference_of_the_autograd_ntk():
-    for d, aA, aB in ((8, 2.0, 1.5), (16, 0.0, 1.5)):
-        got = px.ntk_drift(d, aA, aB, seed=5)
-        assert got == pytest.approx(
-            _ntk_drift_by_differences(d, aA, aB, 5), rel=1e-6
-        )
+def test_eq295_drift_divides_out_the_window_and_follows_eq_295():
+    a1, a2, m = 2.0, 0.8, 300
+    pm = sc.powerlaw_modes(m, a1, a2)
+    k = np.arange(1, m + 1)
+    edges, eps = [3, 10, 40], [1e-6, 1e-12]
+    drift = px.eq295_drift(pm.r, pm.C, a1, a2, eps, edges)
+    assert list(drift) == eps
+    for e in eps:
+        # by hand: both starts' exponents on their own switch-on windows
+        expo = []
+        for z0 in (np.full(m, e), e * k ** -(a1 - a2)):
+            ts = _switch_on(pm.r, pm.C, z0)
+            t = np.geomspace(ts[0] / 10, ts[60], 4000)
+            zinf = pm.r / pm.C  # the logistic, without overflow
+            z = zinf / (1 + (zinf / z0 - 1) * np.exp(-np.outer(t, pm.r)))
+            L = ((pm.r**2 / (8 * pm.C)) * (1 - z / zinf) ** 2).sum(axis=1)
+            wins = [(ts[2], ts[9]), (ts[9], ts[39])]
+            expo.append(np.array([-_slope(t, L, *w) for w in wins]))
+        ts = _switch_on(pm.r, pm.C, np.full(m, e))
+        assert np.allclose(drift[e]["t"], np.sqrt(ts[[2, 9]] * ts[[9, 39]]))
+        hand = expo[0] / expo[1] * (a1 - 1) / a2
+        assert np.allclose(drift[e]["measured"], hand, atol=0.02)
+        ell = np.log(1 / e)
+        assert drift[e]["order"] == pytest.approx((np.log(ell) / ell) ** 2)
+        # Eq. 295 to its order; the exponent rises with time
+        assert drift[e]["err"] < 1.5 * drift[e]["order"]
+        assert drift[e]["measured"][1] > drift[e]["measured"][0]
+    with pytest.raises(ValueError, match="eps"):
+        px.eq295_drift(pm.r, pm.C, a1, a2, [1e-6, -1.0], edges)
+    with pytest.raises(ValueError, match="edges"):
+        px.eq295_drift(pm.r, pm.C, a1, a2, eps, [10, 5])
 
 
-def test_ntk_drift_grows_with_the_width_as_proposition_9_says():
-    widths = np.array([64, 256, 1024, 4096])
-    # max(1 - alpha_B, -alpha_A): the alpha_B branch, then the alpha_A branch
-    for aA, aB, pred in ((2.0, 1.5, -0.5), (1.0, 2.5, -1.0)):
-        drifts = [px.ntk_drift(d, aA, aB, seed=7) for d in widths]
-        slope = np.polyfit(np.log(widths), np.log(drifts), 1)[0]
-        assert slope == pytest.approx(pred, abs=0.15)
-    with pytest.raises(ValueError, match="d"):
-        px.ntk_drift(0, 2.0, 1.5, 7)
-    with pytest.raises(TypeError, match="d"):
-        px.ntk_drift(64.5, 2.0, 1.5, 7)
-
-
-def test_plain_mlp_control_follows_its_one_linear_mode():
-    M, H, lr = 64, 32, 0.5
-    x = np.arange(M) / M
-    y = (
-        0.1
-        * np.sqrt(2)
-        * np.sin(2 * np.pi * np.outer(x, [1.0, 2.0]))
-        @ [
-            1.0,
-            0.35,
-        ]
-    )
-    u0, v0 = 1e-4 * np.random.default_rng(6).standard_normal((2, 2, H))
-    out = px.plain_mlp_control(u0, v0, x, y, lr)
-    # the one linear feature x: r = 4|<xy>|, C = 2<x^2>, V = <xy>^2/<x^2>
-    xy, xx = np.mean(x * y), np.mean(x**2)
-    assert out.V == pytest.approx(xy**2 / xx, rel=1e-12)
-    assert out.L0 == pytest.approx(np.mean(y**2), rel=1e-12)
-    # its mode from z(0) = (u + sign(<xy>) v)^2 / 2 reaches 90 % at t_90
-    r, C = 4 * abs(xy), 2 * xx
-    z0 = ((u0 + np.sign(xy) * v0) ** 2).sum(axis=1) / 2
-    t90 = (np.log(9 * (r / C - z0) / z0) / r).max()
-    assert out.t.size == int(3 * t90 / lr)
-    # the flow's logistic, written out; GD's at the rate (2/lr) ln(1 + lr r/2)
-    e = np.exp(r * out.t)[:, None]
-    z = z0 * e / (1 + C * z0 * (e - 1) / r)
-    assert np.allclose(
-        out.L_flow, out.L0 - out.V * (1 - (1 - z * C / r) ** 2), rtol=1e-9
-    )
-    # the networks learn the linear part only, as the GD-rate mode predicts
-    assert np.abs(out.L / out.L_gd - 1).max() < 0.004
-    assert np.abs(out.L / out.L_flow - 1).max(axis=0).min() > 0.005
-    with pytest.raises(ValueError, match="v0"):
-        px.plain_mlp_control(u0, v0[:, :3], x, y, lr)
+def test_start_exponent_matches_the_hand_loss_and_eq_292():
+    a1, a2, m, eps = 2.0, 0.8, 1000, 1e-6
+    pm = sc.powerlaw_modes(m, a1, a2)
+    k = np.arange(1, m + 1)
+    t = np.geomspace(0.1, 3e4, 3000)
+    for b0 in (a1 - a2, 0.0):
+        out = px.start_exponent(pm.r, pm.C, a1, a2, eps, b0, t, (2, 49))
+        z0 = eps * k**-b0
+        zinf = pm.r / pm.C  # the logistic, without overflow
+        z = zinf / (1 + (zinf / z0 - 1) * np.exp(-np.outer(t, pm.r)))
+        L = ((pm.r**2 / (8 * pm.C)) * (1 - z / zinf) ** 2).sum(axis=1)
+        assert np.allclose(out["E"], L, rtol=1e-9, atol=1e-15)
+        ts = _switch_on(pm.r, pm.C, z0)
+        assert np.allclose(out["window"], (ts[2], ts[49]), rtol=1e-12)
+        hand = _slope(t, L, ts[2], ts[49])
+        assert out["fit"].slope == pytest.approx(hand, abs=0.01)
+        keff = (a1 - 1) / (a2 - (a1 - a2 - b0) / np.log(zinf / z0))
+        assert out["keff"] == pytest.approx(keff[2:50].mean(), rel=1e-12)
+    # Theorem 9: the aligned start's exponent is (a1 - 1)/a2
+    out = px.start_exponent(pm.r, pm.C, a1, a2, eps, a1 - a2, t, (2, 49))
+    assert -out["fit"].slope == pytest.approx((a1 - 1) / a2, rel=0.04)
+    with pytest.raises(ValueError, match="window"):
+        px.start_exponent(pm.r, pm.C, a1, a2, eps, 0.0, t, (40, 2))
+    with pytest.raises(ValueError, match="eps"):
+        px.start_exponent(pm.r, pm.C, a1, a2, -eps, 0.0, t)

@@ -1,12 +1,13 @@
-"""The power-law runs of Section 6 and App. C (Thms 9, 11; Eqs. 292-298;
-Prop. 9): exponents fitted to exact loss curves and to trained networks.
+"""The power-law runs of Section 6 and App. C (Thms 9, 11; Eqs. 292-298):
+exponents fitted to exact loss curves, and the Fourier networks of Fig. 5.
 
-Exact theory: :func:`local_exponents` (Eq. 295), :func:`exponent_shifts`
-(the eps -> 0 limit, Eq. 292), :func:`theory_exponents` (many starts),
-:func:`fourier_power_law` (many Fourier modes). Networks:
-:func:`onehot_ensemble` (Eq. 49), :func:`train_to_switch_on` and
-:func:`net_vs_nqf` (Fig. 5), :func:`plain_mlp_control` (its baseline),
-:func:`ntk_drift` (Prop. 9).
+Exact theory: :func:`start_exponent` (Thm 9, Eq. 292),
+:func:`local_exponents` and :func:`eq295_drift` (Eq. 295),
+:func:`exponent_shifts` (the eps -> 0 limit, Eq. 292),
+:func:`theory_exponents` (many starts), :func:`fourier_power_law` (many
+Fourier modes). Networks: :func:`train_to_switch_on` and
+:func:`net_vs_nqf` (Fig. 5); the one-hot runs, the plain control and the
+NTK's drift are in :mod:`~nqf_lite.experiments.power_law_networks`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 import numpy as np
-import torch
-from torch.func import jvp
 
 from nqf_lite._checks import (
     as_array,
@@ -24,7 +23,6 @@ from nqf_lite._checks import (
     natural,
     positive,
     vector,
-    width,
 )
 from nqf_lite.dynamics import scaling as sc
 from nqf_lite.dynamics.loglog import LogLogFit
@@ -34,23 +32,18 @@ from nqf_lite.dynamics.solvable import (
     switch_on_time_exact,
 )
 from nqf_lite.expansion.models import fourier as fo
-from nqf_lite.experiments.fourier import (
-    train_fourier_ensemble,
-    train_tanh_mlp,
-)
+from nqf_lite.experiments.fourier import train_fourier_ensemble
 
 __all__ = [
     "EpsLimit",
+    "eq295_drift",
     "FourierPowerLaw",
-    "PlainControl",
     "TheoryExponents",
     "exponent_shifts",
+    "start_exponent",
     "fourier_power_law",
     "local_exponents",
     "net_vs_nqf",
-    "ntk_drift",
-    "onehot_ensemble",
-    "plain_mlp_control",
     "theory_exponents",
     "train_to_switch_on",
 ]
@@ -70,6 +63,57 @@ def _modes(name: str, value: object, m: int) -> tuple[int, int]:
             f"{value!r}"
         )
     return lo, hi
+
+
+def start_exponent(
+    r: object,
+    C: object,
+    alpha1: float,
+    alpha2: float,
+    eps: float,
+    beta0: float,
+    t: object,
+    window: tuple[int, int] = (2, 49),
+) -> dict:
+    """The exact loss from ``z_k(0) = eps k^-beta0``, its fitted exponent and
+    Eq. 292's (Theorem 9; App. C, Eq. 292; the paper's Fig. 3, right).
+
+    The excess loss (Eq. 163) of the exact logistic modes (Theorem 6, Eq.
+    39) is evaluated at the times ``t`` and fitted between the switch-ons
+    (Eq. 157) of the 0-based modes ``window``; ``k_eff`` of Eq. 292 at the
+    same start is averaged over the window's modes.
+
+    Parameters
+    ----------
+    r, C : array_like, shape (K,)
+        Growth rates and self-competitions of the modes.
+    alpha1, alpha2 : float
+        Their decays.
+    eps, beta0 : float
+        The start's scale and decay (``beta0 = alpha1 - alpha2``: aligned;
+        ``0``: uniform).
+    t : array_like, shape (T,)
+        Increasing times that cover the window.
+    window : (int, int)
+
+    Returns
+    -------
+    dict
+        ``E`` (T,), the switch-ons ``ts`` (K,), the fit ``window`` in time,
+        the ``fit`` (:class:`~nqf_lite.dynamics.loglog.LogLogFit`) and
+        ``keff``.
+    """
+    r = vector("r", r)
+    C = vector("C", C, r.size)
+    lo, hi = _modes("window", window, r.size)
+    k = np.arange(1, r.size + 1)
+    z0 = positive("eps", eps) * k ** -float(beta0)
+    E = sc.excess_loss(feature_trajectory(t, r, C, z0), r, C)
+    ts = switch_on_time_exact(r, C, z0)
+    keff = sc.effective_slope(alpha1, alpha2, r, C, eps, beta0=beta0)
+    fit = sc.fit_loglog_slope(t, E, (ts[lo], ts[hi]))
+    win = (ts[lo], ts[hi])
+    return dict(E=E, ts=ts, window=win, fit=fit, keff=keff[lo : hi + 1].mean())
 
 
 def local_exponents(
@@ -118,6 +162,67 @@ def local_exponents(
     wins = [(ts[a - 1], ts[b - 1]) for a, b in zip(edges[:-1], edges[1:])]
     slopes = [-sc.fit_loglog_slope(t, E, w).slope for w in wins]
     return np.array(slopes), wins
+
+
+def eq295_drift(
+    r: object,
+    C: object,
+    alpha1: float,
+    alpha2: float,
+    eps: Sequence[float],
+    edges: Sequence[int],
+) -> dict[float, dict]:
+    """The local exponent of the uniform start against Eq. 295, one ``eps``
+    after the other (App. C, Eqs. 292, 295; Theorem 9).
+
+    For each ``eps`` the exact loss from the uniform start ``z_k(0) = eps``
+    and from the aligned start ``eps k^-(alpha1 - alpha2)`` (no finite-eps
+    correction) is fitted between the switch-ons of consecutive ``edges``
+    (:func:`local_exponents`, each start on its own windows). The aligned
+    start's exponent divides out what the window does to a fit: the measured
+    local exponent is the ratio of the two times Theorem 9's
+    ``(alpha1 - 1)/alpha2``. Eq. 295 is taken at the geometric centres of the
+    uniform start's windows with mode 1's rate and ceiling. The relative
+    error is expected of order ``(ln ln(1/eps) / ln(1/eps))^2``.
+
+    Parameters
+    ----------
+    r, C : array_like, shape (K,)
+        Rates and self-competitions of the power-law modes.
+    alpha1, alpha2 : float
+        Their decays (Theorem 9).
+    eps : sequence of float
+        Starts, each ``> 0``.
+    edges : sequence of int
+        1-based mode numbers, as in :func:`local_exponents`.
+
+    Returns
+    -------
+    dict
+        ``eps -> dict``: the window centres ``t``, the ``measured`` local
+        exponents and Eq. 295's (``eq295``), the ``order`` of the error and
+        ``err``, the largest ``|measured / eq295 - 1|``.
+    """
+    r = vector("r", r)
+    C = vector("C", C, r.size)
+    k = np.arange(1, r.size + 1)
+    beta0 = alpha1 - alpha2
+    pred = sc.scaling_exponent(alpha1, alpha2)
+    at_1 = dict(zeta1=r[0], zinf1=r[0] / C[0])  # mode 1
+    drift = {}
+    for e in eps:
+        e = positive("eps", e)
+        uniform, wins = local_exponents(r, C, np.full(r.size, e), edges)
+        aligned = local_exponents(r, C, e * k**-beta0, edges)[0]
+        measured = uniform / aligned * pred
+        t_mid = np.array([np.sqrt(a * b) for a, b in wins])
+        eq295 = sc.effective_slope_at_time(t_mid, alpha1, alpha2, e, **at_1)
+        ell = np.log(1 / e)
+        order = (np.log(ell) / ell) ** 2
+        err = np.abs(measured / eq295 - 1).max()
+        drift[e] = dict(t=t_mid, measured=measured, eq295=eq295)
+        drift[e].update(order=order, err=err)
+    return drift
 
 
 class EpsLimit(NamedTuple):
@@ -271,52 +376,6 @@ def theory_exponents(
     E = excess_loss_draws(t, r, C, z0)
     fits = -sc.fit_loglog_slopes(t, E, ts[:, [lo, hi]])
     return TheoryExponents(t, E, ts, fits)
-
-
-def onehot_ensemble(
-    a: object,
-    y: object,
-    W0: object,
-    lr: float,
-    n_steps: int,
-    n_ens: int,
-    every: int = 10,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Train ``n_ens`` one-hot quadratic networks at once (Section 6, Eq.
-    49; Theorem 11).
-
-    Samples never interact, so ``n_ens`` copies of the data set form one data
-    set of ``n_ens * m`` samples; the loss's ``1/m`` then shrinks every rate
-    by ``n_ens``, which a learning rate ``n_ens`` times larger undoes. Each
-    member is then gradient descent at ``lr`` on its own copy
-    (:func:`~nqf_lite.dynamics.scaling.onehot_quadratic_gd`).
-
-    Parameters
-    ----------
-    a, y : array_like, shape (m,)
-        The samples' scales and targets.
-    W0 : array_like, shape (n_ens * m, d)
-        Initial weights, member by member.
-    lr : float
-        Learning rate of one member.
-    n_steps, n_ens, every : int
-        Steps, members, and steps between records.
-
-    Returns
-    -------
-    t : ndarray, shape (T,)
-        Times of the records (``lr`` times the step).
-    L : ndarray, shape (T, n_ens)
-        ``sum_n Delta_n^2`` of each member, ``Delta_n = a_n z_n - y_n``.
-    """
-    a = vector("a", a)
-    y = vector("y", y, a.size)
-    n = integer("n_ens", n_ens)
-    a_ens, y_ens = np.tile(a, n), np.tile(y, n)
-    gd = dict(lr=n * positive("lr", lr), n_steps=n_steps, every=every)
-    t, z = sc.onehot_quadratic_gd(a_ens, y_ens, W0, **gd)
-    L = ((a * z.reshape(-1, n, a.size) - y) ** 2).sum(axis=-1)
-    return t / n, L
 
 
 def train_to_switch_on(
@@ -481,145 +540,3 @@ def fourier_power_law(
     fit = sc.fit_loglog_slope(t, E, win)
     pred = sc.scaling_exponent(2 * beta, theta + beta)
     return FourierPowerLaw(t, E, win, fit, keff[lo : hi + 1].mean(), pred)
-
-
-def ntk_drift(
-    d: int,
-    alpha_A: float,
-    alpha_B: float,
-    seed: int,
-    m: int = 6,
-    p: int = 4,
-    n_draws: int = 16,
-) -> float:
-    """How fast the NTK moves at initialisation, ``||dTheta/dt||_F`` at
-    ``t = 0``, for one random NQF scaled as in Proposition 9 (Eqs.
-    250-251).
-
-    The NQF ``f_n = g_n . mu + mu^T B_n mu + Tr[M A_n]`` has ``g ~ d^-1/2``,
-    ``B ~ d^-alpha_B``, ``A ~ d^-alpha_A`` (Gaussian, symmetrised), ``m``
-    Gaussian targets, and ``n_draws`` draws of ``d`` units of ``p``
-    weights each, ``w ~ N(0, 1/d)``. Under gradient flow on the mean squared
-    loss the NTK's time derivative is its forward derivative along
-    ``-dL/dW`` (``torch.func.jvp``).
-
-    Parameters
-    ----------
-    d, seed : int
-        The width; the seed of the NQF and the weights.
-    alpha_A, alpha_B : float
-        The scalings of ``A`` and ``B``.
-    m, p, n_draws : int
-        Samples, weights per unit, weight draws.
-
-    Returns
-    -------
-    float
-        The root mean square over the weight draws.
-    """
-    d = np.float64(width("d", d))  # numpy's powers, as the widths array
-    m, p, n_w = integer("m", m), integer("p", p), integer("n_draws", n_draws)
-    g_ = np.random.default_rng(natural("seed", seed))
-
-    def sym(X):
-        return (X + np.swapaxes(X, -1, -2)) / 2
-
-    g = torch.tensor(g_.standard_normal((m, p)) * d**-0.5)
-    B = torch.tensor(sym(g_.standard_normal((m, p, p))) * d**-alpha_B)
-    A = torch.tensor(sym(g_.standard_normal((m, p, p))) * d**-alpha_A)
-    y = torch.tensor(g_.standard_normal(m))
-    W = torch.tensor(g_.standard_normal((n_w, int(d), p)) / np.sqrt(d))
-
-    def grads(W):  # grad_{w_i} f_n = u_n + 2 A_n w_i, shape (n_w, m, d, p)
-        u = g + 2 * torch.einsum("nij,wj->wni", B, W.sum(1))
-        return u[:, :, None, :] + 2 * torch.einsum("nij,wdj->wndi", A, W)
-
-    def f(W):
-        mu, M = W.sum(1), W.transpose(1, 2) @ W
-        quad = torch.einsum("wi,nij,wj->wn", mu, B, mu)
-        return mu @ g.T + quad + torch.einsum("wij,nji->wn", M, A)
-
-    def ntk(W):
-        G = grads(W)
-        return torch.einsum("wndi,wkdi->wnk", G, G)
-
-    # -dL/dW
-    velocity = -(2 / m) * torch.einsum("wn,wndi->wdi", f(W) - y, grads(W))
-    _, dtheta = jvp(ntk, (W,), (velocity,))
-    return float(torch.sqrt((dtheta**2).sum((1, 2)).mean()))
-
-
-class PlainControl(NamedTuple):
-    """What :func:`plain_mlp_control` returns."""
-
-    t: np.ndarray
-    L: np.ndarray
-    L_gd: np.ndarray
-    L_flow: np.ndarray
-    L0: float
-    V: float
-
-
-def plain_mlp_control(
-    u0: object,
-    v0: object,
-    x: object,
-    y: object,
-    lr: float,
-    rho: float = 0.9,
-    overrun: float = 3.0,
-) -> PlainControl:
-    """Plain bias-free tanh MLPs on the raw input against their one-mode NQF
-    (Prop. 1, Theorem 6, Eq. 163; the baseline of the paper's Fig. 5).
-
-    The NQF of ``sum_i v_i tanh(u_i x)`` is ``sum_i v_i u_i x``: one linear
-    feature, whose growing mode ``(u + sign<xy> v)/sqrt(2)`` has the rate
-    ``r = 4|<xy>|``, the self-competition ``C = 2<x^2>`` and the drop
-    ``V = r^2/(8C) = <xy>^2/<x^2>``. Each run is trained by
-    :func:`~nqf_lite.experiments.fourier.train_tanh_mlp` up to ``overrun``
-    times the latest time a run's mode reaches ``rho`` of its ceiling. GD
-    multiplies a small ``z`` by ``(1 + lr r/2)^2`` per step: the flow's rate
-    ``r`` becomes ``r_gd = (2/lr) ln(1 + lr r/2)``, the ceiling stays ``r/C``.
-
-    Parameters
-    ----------
-    u0, v0 : array_like, shape (S, H)
-        Input and output weights of ``S`` runs of ``H`` units.
-    x, y : array_like, shape (M,)
-    lr : float
-    rho, overrun : float
-        A fraction in (0, 1) of the ceiling, and a factor ``>= 1`` on its
-        time.
-
-    Returns
-    -------
-    PlainControl
-        The times ``t`` (T,); the runs' losses ``L`` (T, S); the one-mode
-        NQF's at GD's rate, ``L_gd``, and at the flow's, ``L_flow`` (T, S);
-        the initial loss ``L0 = <y^2>`` and the drop ``V``.
-    """
-    u0, v0 = as_array("u0", u0, ndim=2), as_array("v0", v0, ndim=2)
-    check_shape("v0", v0, u0.shape)
-    x = vector("x", x)
-    y = vector("y", y, x.size)
-    lr = positive("lr", lr)
-    if positive("overrun", overrun) < 1:
-        raise ValueError(f"overrun must be >= 1, got {overrun}")
-    r, C = abs(4 * np.mean(x * y)), 2 * np.mean(x**2)
-    V = r**2 / (8 * C)
-    L0 = np.mean(y**2)
-    sign = np.sign(np.mean(x * y))
-    z0 = ((u0 + sign * v0) ** 2).sum(axis=1) / 2
-    n = z0.size
-    t_rho = switch_on_time_exact(np.full(n, r), np.full(n, C), z0, rho=rho)
-    n_steps = int(overrun * t_rho.max() / lr)
-    runs = [train_tanh_mlp(u, v, x, y, lr, n_steps)[1] for u, v in zip(u0, v0)]
-    t = lr * np.arange(n_steps)
-
-    def one_mode(rate, comp):
-        z = feature_trajectory(t, np.full(n, rate), np.full(n, comp), z0)
-        return L0 - V * (1 - (1 - z / (r / C)) ** 2)
-
-    r_gd = 2 / lr * np.log1p(lr * r / 2)
-    L_gd, L_flow = one_mode(r_gd, C * r_gd / r), one_mode(r, C)
-    return PlainControl(t, np.stack(runs, 1), L_gd, L_flow, L0, V)
