@@ -218,3 +218,34 @@ def test_orthogonal_samples_run_of_one_sample_by_hand():
     assert np.abs(res_gd - res_th).max() < 0.05
     with pytest.raises(ValueError, match="y"):
         sl.orthogonal_samples_run(lam, np.ones(2), eps, 0.01, 10)
+
+
+def test_projector_gd_run_records_on_the_grid_and_meets_the_flow():
+    ranks, A, y, Pi = _projector_problem()
+    z0 = np.array([1e-3, 1e-2])
+    W0 = np.einsum("a,aij->ij", np.sqrt(z0), Pi)
+    t = np.linspace(0.0, 4.0, 41)
+    # the logistic of Eqs. 256-257 with the constants the data were built
+    # with, not read off by the code
+    z_th = S.projector_logistic(t, [1.0, 0.5], [1.0, 0.8], z0)
+    out = sl.projector_gd_run(A, y, Pi, z0, W0, 1e-3, t, z_th)
+    assert out["z"].shape == (41, 2)
+    np.testing.assert_allclose(out["z"][0], z0, rtol=1e-12)
+    assert out["map_err"] < 1e-9 and out["off"] < 1e-10
+    assert out["gap"] < 1e-2 * np.abs(z_th).max()
+    with pytest.raises(ValueError, match="z_th"):
+        sl.projector_gd_run(A, y, Pi, z0, W0, 1e-3, t, z_th[:-1])
+
+
+def test_saxe_gd_ends_at_t_end_on_the_logistic():
+    s = np.array([1.5, 0.75, 0.375])
+    X, Y, U0, V0 = sl.saxe_problem(np.random.default_rng(8), s, 5, 4, 8, 1e-4)
+    t, sv = sl.saxe_gd(U0, V0, X, Y, 0.01, 24.0, 600)
+    np.testing.assert_allclose(t, 0.04 * np.arange(601))  # every 4 steps
+    # Eq. 288, whitened inputs: tau_a = s_a / n_out, c_a = 1 / n_out
+    rho = S.saxe_logistic(t, s / 3, 1 / 3, 1e-4)
+    assert np.abs(sv - rho).max() < 0.05
+    # the two faster modes have saturated at s_a by t = 24
+    np.testing.assert_allclose(sv[-1, :2], s[:2], rtol=1e-3)
+    with pytest.raises(ValueError, match="records"):
+        sl.saxe_gd(U0, V0, X, Y, 0.01, 24.0, 0)

@@ -8,10 +8,10 @@
 - :func:`proportional_run`, :func:`isotropic_structures`,
   :func:`isotropic_run`: Thm 4's proportional and Thm 7's isotropic
   samples, closed forms against the flow;
-- :func:`projector_gd`, :func:`thm16_draw`, :func:`unseen_label_shift`:
-  GD on data on orthogonal projectors against the exact map, and labels
-  that break the theorem's condition (Thm 16);
-- :func:`saxe_problem`, :func:`linear_gd_singular_values`,
+- :func:`projector_gd`, :func:`projector_gd_run`, :func:`thm16_draw`,
+  :func:`unseen_label_shift`: GD on data on orthogonal projectors against
+  the exact map, and labels that break the theorem's condition (Thm 16);
+- :func:`saxe_problem`, :func:`saxe_gd`, :func:`linear_gd_singular_values`,
   :func:`cor4_problem`, :func:`cor4_draw`: the two-layer linear network of
   Cor. 4 (Saxe et al.).
 """
@@ -37,8 +37,10 @@ __all__ = [
     "mode_error",
     "orthogonal_samples_run",
     "projector_gd",
+    "projector_gd_run",
     "proportional_run",
     "rescaled_run",
+    "saxe_gd",
     "saxe_problem",
     "thm16_draw",
     "unseen_label_shift",
@@ -416,20 +418,9 @@ def proportional_run(
     ``y = (1, 0.4, -0.3)``, and a random start ``W(0) = 0.05 Z``, ``Z``
     standard normal ``(4, 3)`` (drawn next). The closed form is
     ``W(t) = P exp(-xi(t) lam) P^T W(0)`` with ``alpha = (4/m) sum c_n^2``,
-    ``beta = (4/m) sum c_n y_n`` (Eqs. 33-34).
-
-    Parameters
-    ----------
-    g : numpy.random.Generator
-    t : array_like, shape (T,)
-        Times, from 0.
-
-    Returns
-    -------
-    P, lam : ndarray
-        The eigenbasis and eigenvalues of ``A``.
-    M, M_flow : ndarray, shape (T, 4, 4)
-        ``M = W W^T`` of the closed form and of the integrated flow.
+    ``beta = (4/m) sum c_n y_n`` (Eqs. 33-34). Returns ``P``, ``lam`` and
+    ``M = W W^T`` at the times ``t`` (from 0) of the closed form and of the
+    integrated flow, each of shape ``(len(t), 4, 4)``.
     """
     t = as_array("t", t, ndim=1)
     P = ortho_group.rvs(4, random_state=g)
@@ -456,13 +447,8 @@ def isotropic_run(
     ``z(0) = 10^-3 u``, ``u ~ U(0.5, 2)``, of a second start
     ``M(0) = Q diag(z(0)) Q^T`` on the eigenvectors ``Q`` of ``Y``.
 
-    Parameters
-    ----------
-    g : numpy.random.Generator
-    t : array_like, shape (T,)
-    A : array_like, shape (m, p, p)
-        Samples satisfying Assumption 2 (Eq. 40) with constant ``c``.
-    c : float
+    The samples ``A`` (shape ``(m, p, p)``) satisfy Assumption 2 (Eq. 40)
+    with the constant ``c``.
 
     Returns
     -------
@@ -546,15 +532,7 @@ def orthogonal_samples_run(
     The samples are ``A_n = diag(lam[n])`` (orthogonal: no mode belongs to
     two samples), the start ``W(0) = sqrt(eps) I`` (every ``z_k(0) =
     eps``); GD on ``W`` (:func:`nqf_lite.dynamics.solvable.gd_nqf`) is
-    recorded every step.
-
-    Parameters
-    ----------
-    lam : array_like, shape (m, p)
-    y : array_like, shape (m,)
-    eps : float
-    lr : float
-    n_steps : int
+    recorded every step. ``lam`` has shape ``(m, p)``, ``y`` ``(m,)``.
 
     Returns
     -------
@@ -573,3 +551,48 @@ def orthogonal_samples_run(
     xi = S.orthogonal_samples_xi(t, lam, y, np.full(p, eps))
     z = S.orthogonal_samples_z(xi, lam, np.full(p, eps))
     return t, res_gd, z @ lam.T - y
+
+
+def projector_gd_run(
+    A: object,
+    y: object,
+    Pi: object,
+    z0: object,
+    W0: object,
+    lr: float,
+    t: object,
+    z_th: object,
+) -> dict:
+    """:func:`projector_gd` up to the last time of the grid ``t``, recorded
+    on ``t`` (``t`` evenly spaced from 0); GD's coordinates ``z``, off-span
+    part ``off``, largest relative gap ``map_err`` to the exact GD map (Eq.
+    262) and largest gap ``gap`` to the flow's ``z_th`` (Eqs. 256-257)."""
+    t, lr = as_array("t", t, ndim=1), positive("lr", lr)
+    z_th = as_array("z_th", z_th, ndim=2)
+    if len(z_th) != len(t):
+        raise ValueError(
+            f"z_th must have {len(t)} rows (times), got {len(z_th)}"
+        )
+    n_steps = int(round(t[-1] / lr))
+    every = n_steps // (len(t) - 1)
+    z, z_map, off = projector_gd(A, y, Pi, z0, W0, lr, n_steps, every)
+    map_err, gap = np.abs(z / z_map - 1).max(), np.abs(z - z_th).max()
+    return dict(z=z, off=off, map_err=map_err, gap=gap)
+
+
+def saxe_gd(
+    U0: object,
+    V0: object,
+    X: object,
+    Y: object,
+    lr: float,
+    t_end: float,
+    records: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`linear_gd_singular_values` up to the time ``t_end``, recorded
+    ``records`` times: the times and the top singular values (Cor. 4)."""
+    lr, t_end = positive("lr", lr), positive("t_end", t_end)
+    n_steps = int(round(t_end / lr))
+    every = n_steps // integer("records", records)
+    sv = linear_gd_singular_values(U0, V0, X, Y, lr, n_steps, every)
+    return lr * every * np.arange(len(sv)), sv
