@@ -172,3 +172,119 @@ def test_error_slopes_count_the_orders_left_out():
     np.testing.assert_allclose(slopes, [[2.0, 3.0]] * 3, atol=0.02)
     with pytest.raises(ValueError, match="eps"):
         lx.error_slopes(_exp_layer, x, Ws, [1e-3], first)
+
+
+def test_reflection_draw_is_reflection_gaps_on_its_draws():
+    lr, n = 0.01, 20
+    gd, adam = lx.reflection_draw(np.random.default_rng(5), lr, n)
+    # the same draws by hand, in the documented order
+    g = np.random.default_rng(5)
+    model = random_nqf(20, 6, seed=g)
+    y = g.standard_normal(20)
+    W = 0.01 * g.standard_normal((6, 12))
+    n_vec = g.standard_normal(12)
+    n_vec = n_vec - n_vec.mean()
+    n_vec = n_vec / np.linalg.norm(n_vec)
+    O = np.eye(12) - 2 * np.outer(n_vec, n_vec)
+    np.testing.assert_allclose(O @ O.T, np.eye(12), atol=1e-14)
+    np.testing.assert_allclose(O @ np.ones(12), np.ones(12), atol=1e-14)
+    gd_hand, adam_hand = lx.reflection_gaps(model, W, O, y, lr, n)
+    np.testing.assert_allclose(gd, gd_hand, rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose(adam, adam_hand, rtol=1e-12)
+    assert gd.max() < 1e-10 < 1e-3 < adam.max()  # Cor. 2 vs Adam
+    with pytest.raises(ValueError, match="lr"):
+        lx.reflection_draw(np.random.default_rng(5), -0.1, n)
+
+
+def _tanh_data(seed=0, m=6, k=3):
+    g = np.random.default_rng(seed)
+    return g.standard_normal((m, k)), g.standard_normal(m)
+
+
+def test_net_and_nqf_losses_start_from_the_hand_losses():
+    X, y = _tanh_data()
+    W0 = 0.3 * np.random.default_rng(1).standard_normal((2, 4, 5))
+    t, L_net, L_nqf = lx.net_and_nqf_losses(X, y, W0, 0.05, 40, 10)
+    np.testing.assert_allclose(t, [0.0, 0.5, 1.0, 1.5, 2.0])
+    assert L_net.shape == L_nqf.shape == (5, 2)
+    for j, W in enumerate(W0):
+        U, v = W[:3], W[3]
+        f_net = np.tanh(X @ U) @ v  # sum_i v_i tanh(u_i . x)
+        f_nqf = (X @ U) @ v  # Prop. 1: tanh'(0) = 1, M = W W^T
+        assert L_net[0, j] == pytest.approx(np.mean((f_net - y) ** 2))
+        assert L_nqf[0, j] == pytest.approx(np.mean((f_nqf - y) ** 2))
+    assert np.all(np.diff(L_nqf, axis=0) < 0)  # a small step descends
+    with pytest.raises(ValueError, match="X"):
+        lx.net_and_nqf_losses(X[0], y, W0, 0.05, 40, 10)
+
+
+def _tanh_layer(W, x):
+    return (W[3] * torch.tanh(x @ W[:3])).sum()
+
+
+def test_hand_error_of_a_tanh_layer():
+    x = torch.tensor([0.4, -0.7, 1.1], dtype=torch.float64)
+    e = theorem13(_tanh_layer, x, 4, 4, d=3)
+    W = np.random.default_rng(2).standard_normal((4, 3))
+    z, v = x.numpy() @ W[:3], W[3]
+    # tanh(z) = z - z^3/3 + ...: order 2 is v z, order 4 is -v z^3/3
+    closed = {(2,): (v * z).sum(), (4,): -(v * z**3).sum() / 3}
+    assert lx.hand_error(e, W, closed) < 1e-12
+    wrong = {(2,): closed[(2,)], (4,): 2 * closed[(4,)]}
+    assert lx.hand_error(e, W, wrong) > 0.1
+    with pytest.raises(ValueError, match="closed"):
+        lx.hand_error(e, W, {})
+
+
+def test_remainder_orders_of_a_tanh_layer():
+    x = torch.tensor([0.4, -0.7, 1.1], dtype=torch.float64)
+    e = theorem13(_tanh_layer, x, 4, 4, d=3)
+    W = np.random.default_rng(3).standard_normal((4, 3))
+    eps = np.geomspace(0.02, 0.1, 5)
+    err, slopes, slopes_ctrl, rem, rem_ctrl = lx.remainder_orders(
+        _tanh_layer, e, e, W, x, eps
+    )
+    assert err < 1e-12
+    # odd tanh: orders 1 and 3 vanish, so the remainders after K = 1..4
+    # are O(eps^2), O(eps^4), O(eps^4), O(eps^6)
+    np.testing.assert_allclose(slopes, [2, 4, 4, 6], atol=0.05)
+    np.testing.assert_array_equal(slopes, slopes_ctrl)
+    assert rem.shape == rem_ctrl.shape == (5, 4)
+    low = theorem13(_tanh_layer, x, 4, 2, d=3)
+    with pytest.raises(ValueError, match="e_ctrl"):
+        lx.remainder_orders(_tanh_layer, e, low, W, x, eps)
+
+
+def test_norm_errors_depend_on_sigma_over_sqrt_eps_only():
+    x = torch.tensor([0.9, -1.2, 0.5], dtype=torch.float64)
+    W = np.random.default_rng(4).standard_normal((3, 4, 6))
+    for kind in ("ln", "rms"):
+        small, large = (
+            lx.norm_errors(eps, kind, x, 0.3 * np.sqrt(eps) * W)
+            for eps in (1e-6, 1e-2)
+        )
+        assert small.shape == (3,)
+        # h(c z) = h(z): the layer is a function of the weights over
+        # sqrt(eps), so is its expansion
+        np.testing.assert_allclose(small, large, rtol=1e-6)
+    with pytest.raises(ValueError, match="Ws"):
+        lx.norm_errors(1e-2, "ln", x, np.ones(4))
+
+
+def test_plateau_runs_of_a_linear_model_by_hand():
+    X, y = _tanh_data(6, m=8, k=3)
+    X_t = torch.tensor(X)
+    net = lambda W: (X_t @ W[..., 0, :3].unsqueeze(-1)).squeeze(-1)  # noqa
+    W_unit = np.random.default_rng(7).standard_normal((2, 1, 3))
+    runs = lx.plateau_runs(net, W_unit, y, 0.1, {0.5: 6, 2.0: 4}, {}, 2)
+    for sig, n in ((0.5, 6), (2.0, 4)):
+        w = sig * W_unit[:, 0, :]  # GD on (1/m)|Xw - y|^2 by hand
+        L = []
+        for step in range(n + 1):
+            if step % 2 == 0:
+                L.append(np.mean((w @ X.T - y) ** 2, axis=1))
+            w = w - 0.1 * 2 / len(y) * (w @ X.T - y) @ X
+        np.testing.assert_allclose(runs[sig]["net"], L, rtol=1e-10)
+        np.testing.assert_allclose(runs[sig]["t"], 0.2 * np.arange(len(L)))
+    with pytest.raises(ValueError, match="steps"):
+        lx.plateau_runs(net, W_unit, y, 0.1, {}, {}, 2)

@@ -149,3 +149,103 @@ def test_unseen_label_shift_keeps_the_traces_and_breaks_the_condition():
     assert before.residual < 1e-12 < after.residual
     with pytest.raises(ValueError, match="y"):
         sl.unseen_label_shift(A, y[:-1], Pi, np.random.default_rng(9))
+
+
+def test_proportional_run_starts_from_its_draws_and_follows_the_flow():
+    t = np.linspace(0.0, 4.0, 41)
+    P, lam, M, M_flow = sl.proportional_run(np.random.default_rng(3), t)
+    g = np.random.default_rng(3)  # the documented draws, by hand
+    np.testing.assert_allclose(P, ortho_group.rvs(4, random_state=g))
+    W0 = 0.05 * g.standard_normal((4, 3))
+    np.testing.assert_allclose(M[0], W0 @ W0.T, atol=1e-15)
+    np.testing.assert_array_equal(lam, [1.0, 0.5, 0.25, -0.5])
+    # the closed form (Eqs. 33-34) against the integrated flow
+    assert np.abs(M - M_flow).max() / np.abs(M_flow).max() < 1e-7
+    with pytest.raises(ValueError, match="t"):
+        sl.proportional_run(np.random.default_rng(3), t[:, None])
+
+
+def test_isotropic_run_logistic_eigenvalues_saturate_at_gamma_over_4c():
+    A = sl.isotropic_structures(2, 0.5)
+    t = np.linspace(0.0, 30.0, 301)
+    out = sl.isotropic_run(np.random.default_rng(4), t, A, 0.5)
+    g = np.random.default_rng(4)
+    y = g.standard_normal(len(A))
+    Y = 4 / len(A) * np.einsum("n,nij->ij", y, A)
+    Y = Y / np.abs(np.linalg.eigvalsh(Y)).max()
+    np.testing.assert_allclose(out["gamma"], np.linalg.eigvalsh(Y))
+    B = g.standard_normal((2, 2))
+    np.testing.assert_allclose(out["M"][0], 1e-3 * B @ B.T, atol=1e-15)
+    z0 = 1e-3 * g.uniform(0.5, 2.0, 2)
+    np.testing.assert_allclose(out["z42"][0], z0)
+    # Eq. 42: a mode with gamma > 0 saturates at gamma / (4c), one with
+    # gamma < 0 dies out
+    for k, gam in enumerate(out["gamma"]):
+        ceiling = max(gam, 0.0) / (4 * 0.5)
+        assert out["z42_flow"][-1, k] == pytest.approx(ceiling, abs=1e-6)
+    err = np.abs(out["M"] - out["M_flow"]).max() / np.abs(out["M"]).max()
+    assert err < 1e-7
+    with pytest.raises(ValueError, match="c"):
+        sl.isotropic_run(np.random.default_rng(4), t, A, -0.5)
+
+
+def test_saxe_problem_is_whitened_with_the_teacher_s_singular_values():
+    s = np.array([1.5, 0.75, 0.375])
+    X, Y, U0, V0 = sl.saxe_problem(np.random.default_rng(5), s, 5, 4, 8, 1e-4)
+    np.testing.assert_allclose(X @ X.T / 8, np.eye(5), atol=1e-12)
+    # Y X^T / n = U_t diag(s) V_t^T: its singular values are s
+    sv = np.linalg.svd(Y @ X.T / 8, compute_uv=False)
+    np.testing.assert_allclose(sv, s, atol=1e-12)
+    # balanced, aligned start: U0 V0^T has singular values rho0
+    sv0 = np.linalg.svd(U0 @ V0.T, compute_uv=False)
+    np.testing.assert_allclose(sv0, [1e-4] * 3, atol=1e-16)
+    np.testing.assert_allclose(U0.T @ U0, V0.T @ V0, atol=1e-16)
+    with pytest.raises(ValueError, match="hidden"):
+        sl.saxe_problem(np.random.default_rng(5), s, 5, 2, 8, 1e-4)
+
+
+def test_orthogonal_samples_run_of_one_sample_by_hand():
+    lam, y, eps = np.array([[1.0, 2.0]]), np.array([0.5]), 1e-4
+    t, res_gd, res_th = sl.orthogonal_samples_run(lam, y, eps, 0.01, 3000)
+    # at t = 0: Delta = sum_k lam_k eps - y
+    assert res_gd[0, 0] == pytest.approx(3 * eps - 0.5, rel=1e-12)
+    assert res_th[0, 0] == pytest.approx(3 * eps - 0.5, rel=1e-9)
+    assert abs(res_gd[-1, 0]) < 1e-6 and abs(res_th[-1, 0]) < 1e-6
+    # the faster mode (rate 8 * 2 * 0.5 = 8) halves the residual near
+    # ln(1/eps)/8 = 1.15; GD follows the ODE
+    half = t[np.argmax(res_gd[:, 0] ** 2 < 0.25**2)]
+    assert 0.8 < half < 1.2
+    assert np.abs(res_gd - res_th).max() < 0.05
+    with pytest.raises(ValueError, match="y"):
+        sl.orthogonal_samples_run(lam, np.ones(2), eps, 0.01, 10)
+
+
+def test_projector_gd_run_records_on_the_grid_and_meets_the_flow():
+    ranks, A, y, Pi = _projector_problem()
+    z0 = np.array([1e-3, 1e-2])
+    W0 = np.einsum("a,aij->ij", np.sqrt(z0), Pi)
+    t = np.linspace(0.0, 4.0, 41)
+    # the logistic of Eqs. 256-257 with the constants the data were built
+    # with, not read off by the code
+    z_th = S.projector_logistic(t, [1.0, 0.5], [1.0, 0.8], z0)
+    out = sl.projector_gd_run(A, y, Pi, z0, W0, 1e-3, t, z_th)
+    assert out["z"].shape == (41, 2)
+    np.testing.assert_allclose(out["z"][0], z0, rtol=1e-12)
+    assert out["map_err"] < 1e-9 and out["off"] < 1e-10
+    assert out["gap"] < 1e-2 * np.abs(z_th).max()
+    with pytest.raises(ValueError, match="z_th"):
+        sl.projector_gd_run(A, y, Pi, z0, W0, 1e-3, t, z_th[:-1])
+
+
+def test_saxe_gd_ends_at_t_end_on_the_logistic():
+    s = np.array([1.5, 0.75, 0.375])
+    X, Y, U0, V0 = sl.saxe_problem(np.random.default_rng(8), s, 5, 4, 8, 1e-4)
+    t, sv = sl.saxe_gd(U0, V0, X, Y, 0.01, 24.0, 600)
+    np.testing.assert_allclose(t, 0.04 * np.arange(601))  # every 4 steps
+    # Eq. 288, whitened inputs: tau_a = s_a / n_out, c_a = 1 / n_out
+    rho = S.saxe_logistic(t, s / 3, 1 / 3, 1e-4)
+    assert np.abs(sv - rho).max() < 0.05
+    # the two faster modes have saturated at s_a by t = 24
+    np.testing.assert_allclose(sv[-1, :2], s[:2], rtol=1e-3)
+    with pytest.raises(ValueError, match="records"):
+        sl.saxe_gd(U0, V0, X, Y, 0.01, 24.0, 0)

@@ -2,13 +2,19 @@
 
 - :func:`normal_draws`: an ensemble of standard normal weight draws;
 - :func:`taylor_coefficients`, :func:`partition_term`,
-  :func:`series_remainders`: Theorem 13's expansion (Eq. 200) against
-  Taylor's formula and against the layer itself;
+  :func:`series_remainders`, :func:`hand_error`, :func:`remainder_orders`:
+  Theorem 13's expansion (Eq. 200) against a hand expansion, Taylor's
+  formula and the layer itself;
+- :func:`plateau_runs`: a network and its truncated forms from small
+  initial scales (the GELU teaser);
 - :func:`error_slopes`: the order of an approximation's error;
 - :func:`odd_fractions`: how far a layer is from even in its weights;
-- :func:`normed_layer`, :func:`nqf_error`: LayerNorm and RMSNorm layers and
-  the relative error of an expansion;
-- :func:`reflection_gaps`: GD and Adam from ``W`` and ``WO`` (Cor. 2);
+- :func:`normed_layer`, :func:`nqf_error`, :func:`norm_errors`: LayerNorm
+  and RMSNorm layers and the relative error of an expansion;
+- :func:`net_and_nqf_losses`: a tanh layer and its NQF from the same
+  starts (Fig. 2);
+- :func:`reflection_gaps`, :func:`reflection_draw`: GD and Adam from ``W``
+  and ``WO`` (Cor. 2);
 - :func:`fourier_exponents`: the Fourier MLP of Fig. 5 and its NQF, fitted
   exponents (Eq. 50; App. C, Eq. 297);
 - :func:`escape_time`: when a loss first halves.
@@ -25,10 +31,13 @@ import torch.nn.functional as F
 
 from nqf_lite._checks import as_array, integer, positive, real
 from nqf_lite.book.seeding import seeds
+from nqf_lite.deep.higher_order import NeuralForm, gd_train
 from nqf_lite.deep.symmetric_expansion import SymmetricExpansion
 from nqf_lite.dynamics import scaling as sc
 from nqf_lite.dynamics.momentum import AdamState, adam_step
-from nqf_lite.expansion.form import NQF
+from nqf_lite.expansion.autograd import expand
+from nqf_lite.expansion.form import NQF, random_nqf
+from nqf_lite.expansion.models import A_mlp
 from nqf_lite.expansion.models import fourier as fo
 from nqf_lite.experiments.fourier import train_fourier_ensemble
 
@@ -36,12 +45,18 @@ __all__ = [
     "error_slopes",
     "escape_time",
     "fourier_exponents",
+    "hand_error",
+    "net_and_nqf_losses",
+    "norm_errors",
     "normal_draws",
     "normed_layer",
     "nqf_error",
     "odd_fractions",
     "partition_term",
+    "plateau_runs",
+    "reflection_draw",
     "reflection_gaps",
+    "remainder_orders",
     "series_remainders",
     "taylor_coefficients",
 ]
@@ -388,3 +403,198 @@ def escape_time(t: object, L: object) -> np.ndarray:
         raise ValueError(f"L must have len(t) = {t.shape[0]} rows")
     below = L < 0.5 * L[:1]
     return np.where(below.any(axis=0), t[np.argmax(below, axis=0)], np.inf)
+
+
+def reflection_draw(
+    g: np.random.Generator, lr: float, n_steps: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`reflection_gaps` ``(gd, adam)`` on a problem drawn from ``g``.
+
+    In this order: a random NQF with ``m = 20``, ``p = 6``
+    (:func:`nqf_lite.random_nqf`), labels ``y ~ N(0, I_20)``, ``W = 0.01 Z``
+    with ``Z`` standard normal ``(6, 12)``, and a unit ``n`` orthogonal to
+    ``1``: ``O = I - 2 n n^T`` is a reflection with ``O 1 = 1``, so ``W``
+    and ``WO`` share ``(M, mu)`` (Cor. 2).
+    """
+    model = random_nqf(20, 6, seed=g)
+    y = g.standard_normal(20)
+    W = 0.01 * g.standard_normal((6, 12))
+    n_vec = g.standard_normal(12)
+    n_vec -= n_vec.mean()
+    n_vec /= np.linalg.norm(n_vec)
+    O = np.eye(12) - 2 * np.outer(n_vec, n_vec)
+    return reflection_gaps(model, W, O, y, lr, n_steps)
+
+
+def net_and_nqf_losses(
+    X: object, y: object, W0: object, lr: float, n_steps: int, every: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GD on a bias-free tanh layer and on its NQF, from the same starts.
+
+    The network is ``f(x) = sum_i v_i tanh(u_i . x)``, neuron ``i`` the
+    column ``(u_i, v_i)`` of ``W``; its NQF is ``Tr[M A(x)]`` with ``A(x)``
+    of Proposition 1 (Eq. 6, ``phi'(0) = 1``), trained on the mean squared
+    error by :func:`nqf_lite.deep.higher_order.gd_train` and
+    :meth:`~nqf_lite.deep.higher_order.NeuralForm.train`.
+
+    Parameters
+    ----------
+    X : ndarray, shape (m, k)
+        Inputs.
+    y : ndarray, shape (m,)
+        Labels.
+    W0 : ndarray, shape (..., k + 1, d)
+        Starts, one run per leading index.
+    lr : float
+    n_steps, every : int
+        Steps, and record every ``every`` steps.
+
+    Returns
+    -------
+    t, L_net, L_nqf : ndarray
+        Recorded times and the two losses, shape ``(len(t), ...)``.
+    """
+    X = as_array("X", X, ndim=2)
+    m, k = X.shape
+    X_t = torch.tensor(X)
+
+    def net(W: torch.Tensor) -> torch.Tensor:
+        return (torch.tanh(X_t @ W[..., :k, :]) * W[..., k:, :]).sum(-1)
+
+    A = np.stack([A_mlp(x, 1.0) for x in X])
+    nqf = NeuralForm(np.zeros(m), [np.zeros((m, k + 1)), A])
+    t, L_net, _ = gd_train(net, W0, y, lr, n_steps, every=every)
+    _, L_nqf, _ = nqf.train(W0, y, lr, n_steps, every=every)
+    return t, L_net, L_nqf
+
+
+def hand_error(
+    e: SymmetricExpansion, W: object, closed: dict[tuple, float]
+) -> float:
+    """Each partition's part of Theorem 13's terms (Eq. 200) at ``W``
+    against a hand expansion ``closed`` (partition -> value; a missing
+    partition is 0): largest gap over the largest hand term."""
+    if not closed:
+        raise ValueError("closed must hold at least one partition's term")
+    gaps = (
+        abs(partition_term(e, lam, W) - closed.get(lam, 0.0))
+        for lam in e.tensors
+    )
+    return max(gaps) / max(abs(v) for v in closed.values())
+
+
+def remainder_orders(
+    f: Layer,
+    e: SymmetricExpansion,
+    e_ctrl: SymmetricExpansion,
+    W: object,
+    x: object,
+    eps: object,
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Theorem 13's terms (Eq. 200) of one draw ``W``: Taylor, remainders.
+
+    The order-``k`` terms ``T_k(W)``, ``k = 1..K`` (``K = e.order``), are
+    checked against the Taylor coefficients of ``t -> f(tW)``
+    (:func:`taylor_coefficients`); the truncations of ``e`` and of the
+    control ``e_ctrl`` leave the remainders of :func:`series_remainders`
+    at the scales ``eps``, whose log-log slopes are fitted per ``K``.
+
+    Parameters
+    ----------
+    f : callable
+        The layer ``f(W, x)``, ``f(0, x) = 0``.
+    e, e_ctrl : SymmetricExpansion
+        The expansion of ``f``, and a control (same order).
+    W : ndarray, shape (p, d)
+    x : any
+    eps : array_like, shape (E,)
+
+    Returns
+    -------
+    taylor_err : float
+        ``max_k |T_k - coefficient_k| / max_k |coefficient_k|``.
+    slopes, slopes_ctrl : ndarray, shape (K,)
+        Fitted slopes of the remainders against ``eps``.
+    rem, rem_ctrl : ndarray, shape (E, K)
+        The remainders.
+    """
+    K = e.order
+    if e_ctrl.order != K:
+        raise ValueError(f"e_ctrl must have order {K}, got {e_ctrl.order}")
+    terms = np.array([e.term(W, k) for k in range(1, K + 1)])
+    coef = taylor_coefficients(f, W, x, K)
+    taylor_err = np.abs(terms - coef).max() / np.abs(coef).max()
+    terms_ctrl = np.array([e_ctrl.term(W, k) for k in range(1, K + 1)])
+    rem, rem_ctrl = (
+        series_remainders(f, W, x, eps, T) for T in (terms, terms_ctrl)
+    )
+    log_eps = np.log(as_array("eps", eps, ndim=1))
+    slopes, slopes_ctrl = (
+        np.polyfit(log_eps, np.log(R), 1)[0] for R in (rem, rem_ctrl)
+    )
+    return taylor_err, slopes, slopes_ctrl, rem, rem_ctrl
+
+
+def norm_errors(eps: float, kind: str, x: object, Ws: object) -> np.ndarray:
+    """Relative errors of the NQF of a normalised layer at many weights.
+
+    The layer is :func:`normed_layer` ``(eps, kind, len(x))``, its NQF the
+    order-2 expansion of :func:`nqf_lite.expand` at ``x`` (Eq. 20, with
+    ``check=False``: the smoothness scale is ``sqrt(eps)``); the errors are
+    those of :func:`nqf_error`.
+
+    Parameters
+    ----------
+    eps : float
+    kind : {"ln", "rms"}
+    x : torch.Tensor, shape (k,)
+    Ws : ndarray, shape (..., k + 1, d)
+
+    Returns
+    -------
+    ndarray, shape Ws.shape[:-2]
+    """
+    Ws = as_array("Ws", Ws)
+    if Ws.ndim < 2:
+        raise ValueError(f"Ws must have shape (..., p, d), got {Ws.shape}")
+    f = normed_layer(eps, kind, len(x))
+    e = expand(f, x, Ws.shape[-2], d=Ws.shape[-1], check=False)
+    flat = Ws.reshape(-1, *Ws.shape[-2:])
+    return nqf_error(f, e, flat, x).reshape(Ws.shape[:-2])
+
+
+def plateau_runs(
+    net: Callable[[torch.Tensor], torch.Tensor],
+    W_unit: object,
+    y: object,
+    lr: float,
+    steps: dict[float, int],
+    forms: dict[str, NeuralForm],
+    every: int = 5,
+) -> dict[float, dict[str, np.ndarray]]:
+    """GD on a network from several initial scales, and on its forms.
+
+    For each scale ``sig`` of ``steps`` the network ``net(W)`` (shape
+    ``(..., m)``, on the training set) is trained from ``sig * W_unit``
+    (one run per leading index) for ``steps[sig]`` steps
+    (:func:`nqf_lite.deep.higher_order.gd_train`); each truncated form of
+    ``forms`` (Thm 13, Eq. 200) from the first scale only, for as many
+    steps. Losses are recorded every ``every`` steps.
+
+    Returns
+    -------
+    dict
+        Per scale ``{"t": times, "net": losses}``; at the first scale also
+        each form's losses under its name.
+    """
+    if not steps:
+        raise ValueError("steps must hold at least one initial scale")
+    runs = {}
+    for sig, n in steps.items():
+        t, L, _ = gd_train(net, sig * W_unit, y, lr, n, every=every)
+        runs[sig] = dict(t=t, net=L)
+    sig0 = next(iter(steps))
+    for key, form in forms.items():
+        run = form.train(sig0 * W_unit, y, lr, steps[sig0], every=every)
+        runs[sig0][key] = run[1]
+    return runs

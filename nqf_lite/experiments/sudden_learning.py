@@ -4,12 +4,16 @@
   basis of modes, and its distance to a closed form;
 - :func:`rescaled_run`: the GLV flow in rescaled time ``t / ln(1/eps)``
   (Thms 6, 8, 9);
-- :func:`isotropic_structures`: the isotropic samples of Thm 7;
-- :func:`projector_gd`, :func:`thm16_draw`, :func:`unseen_label_shift`:
-  GD on data on orthogonal projectors against the exact map, and labels
-  that break the theorem's condition (Thm 16);
-- :func:`linear_gd_singular_values`, :func:`cor4_problem`,
-  :func:`cor4_draw`: the two-layer linear network of Cor. 4 (Saxe et al.).
+- :func:`orthogonal_samples_run`: GD and Thm 5 on orthogonal samples;
+- :func:`proportional_run`, :func:`isotropic_structures`,
+  :func:`isotropic_run`: Thm 4's proportional and Thm 7's isotropic
+  samples, closed forms against the flow;
+- :func:`projector_gd`, :func:`projector_gd_run`, :func:`thm16_draw`,
+  :func:`unseen_label_shift`: GD on data on orthogonal projectors against
+  the exact map, and labels that break the theorem's condition (Thm 16);
+- :func:`saxe_problem`, :func:`saxe_gd`, :func:`linear_gd_singular_values`,
+  :func:`cor4_problem`, :func:`cor4_draw`: the two-layer linear network of
+  Cor. 4 (Saxe et al.).
 """
 
 from __future__ import annotations
@@ -27,11 +31,17 @@ __all__ = [
     "abundances",
     "cor4_draw",
     "cor4_problem",
+    "isotropic_run",
     "isotropic_structures",
     "linear_gd_singular_values",
     "mode_error",
+    "orthogonal_samples_run",
     "projector_gd",
+    "projector_gd_run",
+    "proportional_run",
     "rescaled_run",
+    "saxe_gd",
+    "saxe_problem",
     "thm16_draw",
     "unseen_label_shift",
 ]
@@ -395,3 +405,194 @@ def cor4_draw(
         rel_map = rel_map / sv_c4.max()
         row[lr_c4] = dict(map=rel_map, gap=gap, whitened=white)
     return row
+
+
+def proportional_run(
+    g: np.random.Generator, t: object
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Theorem 4's closed form and the matrix flow, proportional samples.
+
+    Three samples ``A_n = c_n A``, ``A = P diag(lam) P^T`` with ``P`` a
+    random orthogonal ``4 x 4`` (drawn first from ``g``),
+    ``lam = (1, 1/2, 1/4, -1/2)``, ``c = (1, 0.6, -0.8)``, labels
+    ``y = (1, 0.4, -0.3)``, and a random start ``W(0) = 0.05 Z``, ``Z``
+    standard normal ``(4, 3)`` (drawn next). The closed form is
+    ``W(t) = P exp(-xi(t) lam) P^T W(0)`` with ``alpha = (4/m) sum c_n^2``,
+    ``beta = (4/m) sum c_n y_n`` (Eqs. 33-34). Returns ``P``, ``lam`` and
+    ``M = W W^T`` at the times ``t`` (from 0) of the closed form and of the
+    integrated flow, each of shape ``(len(t), 4, 4)``.
+    """
+    t = as_array("t", t, ndim=1)
+    P = ortho_group.rvs(4, random_state=g)
+    lam = np.array([1.0, 0.5, 0.25, -0.5])
+    c_n, y_n = np.array([1.0, 0.6, -0.8]), np.array([1.0, 0.4, -0.3])
+    A = c_n[:, None, None] * (P @ np.diag(lam) @ P.T)
+    alpha, beta = 4 / 3 * (c_n**2).sum(), 4 / 3 * (c_n * y_n).sum()
+    W0 = 0.05 * g.standard_normal((4, 3))
+    z0 = np.diag(P.T @ W0 @ W0.T @ P)
+    xi = S.proportional_samples_xi(t, lam, z0, alpha, beta)
+    W = S.proportional_samples_W(xi, P, lam, W0)
+    M = W @ np.swapaxes(W, 1, 2)
+    return P, lam, M, S.matrix_flow(t, A, y_n, W0 @ W0.T)
+
+
+def isotropic_run(
+    g: np.random.Generator, t: object, A: object, c: float
+) -> dict[str, np.ndarray]:
+    """Theorem 7 on isotropic samples ``A``: Riccati and Eq. 42 vs the flow.
+
+    From ``g``, in this order: labels ``y ~ N(0, I_m)``, rescaled so that
+    the eigenvalues of ``Y = (4/m) sum y_n A_n`` lie in ``[-1, 1]``; a start
+    ``M(0) = 10^-3 B B^T``, ``B`` standard normal; and eigenvalues
+    ``z(0) = 10^-3 u``, ``u ~ U(0.5, 2)``, of a second start
+    ``M(0) = Q diag(z(0)) Q^T`` on the eigenvectors ``Q`` of ``Y``.
+
+    The samples ``A`` (shape ``(m, p, p)``) satisfy Assumption 2 (Eq. 40)
+    with the constant ``c``.
+
+    Returns
+    -------
+    dict
+        ``M``, ``M_flow``: the Riccati closed form (Eq. 41) and the flow
+        from the first start; ``gamma``: the eigenvalues of ``Y``; ``z42``,
+        ``z42_flow``: Eq. 42 and the diagonal of ``Q^T M Q`` of the flow
+        ``M42_flow`` from the second start; ``M42_rot``: that ``Q^T M Q``.
+    """
+    t, A = as_array("t", t, ndim=1), as_array("A", A, ndim=3)
+    c = positive("c", c)
+    m, p = len(A), A.shape[1]
+    y = g.standard_normal(m)
+    Y = 4 / m * np.einsum("n,nij->ij", y, A)
+    norm_Y = np.abs(np.linalg.eigvalsh(Y)).max()
+    y, Y = y / norm_Y, Y / norm_Y
+    B0 = g.standard_normal((p, p))
+    M0 = 1e-3 * B0 @ B0.T
+    out = dict(M=S.isotropic_trajectory(t, Y, c, M0))
+    out["M_flow"] = S.matrix_flow(t, A, y, M0)
+    gamma, Q = np.linalg.eigh(Y)
+    z0 = 1e-3 * g.uniform(0.5, 2.0, p)
+    M42_flow = S.matrix_flow(t, A, y, Q @ np.diag(z0) @ Q.T)
+    # the flow in the eigenbasis of Y: it should stay diagonal
+    M42_rot = np.einsum("ki,tkl,lj->tij", Q, M42_flow, Q)
+    out.update(gamma=gamma, M42_flow=M42_flow, M42_rot=M42_rot)
+    out["z42_flow"] = np.einsum("tii->ti", M42_rot)
+    out["z42"] = S.isotropic_logistic(t, gamma, c, z0)
+    return out
+
+
+def saxe_problem(
+    g: np.random.Generator,
+    s: object,
+    n_in: int,
+    hidden: int,
+    n_x: int,
+    rho0: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Whitened data, a teacher and the balanced aligned start of Cor. 4.
+
+    From ``g``, in this order: ``n_in`` rows of a random orthogonal
+    ``n_x x n_x`` times ``sqrt(n_x)`` as inputs ``X`` (so
+    ``X X^T / n_x = I``), the teacher's output frame ``U_t`` (random
+    orthogonal ``n_out x n_out``, ``n_out = len(s)``) and right singular
+    vectors (the first ``n_out`` columns of a random orthogonal
+    ``n_in x n_in``). Labels ``Y = U_t diag(s) V_t^T X``; the start is
+    ``U(0) = sqrt(rho0) U_t R^T``, ``V(0) = sqrt(rho0) V_t R^T`` with
+    ``R`` the first ``n_out`` columns of ``I_hidden`` (Eq. 288).
+
+    Returns
+    -------
+    X : ndarray, shape (n_in, n_x)
+    Y : ndarray, shape (n_out, n_x)
+    U0 : ndarray, shape (n_out, hidden)
+    V0 : ndarray, shape (n_in, hidden)
+    """
+    s = as_array("s", s, ndim=1)
+    n_out, rho0 = len(s), positive("rho0", rho0)
+    n_in, hidden = integer("n_in", n_in), integer("hidden", hidden)
+    n_x = integer("n_x", n_x)
+    if not (n_out <= min(n_in, hidden) and n_in <= n_x):
+        raise ValueError(
+            f"need len(s) <= n_in, hidden and n_in <= n_x; got len(s) = "
+            f"{n_out}, n_in = {n_in}, hidden = {hidden}, n_x = {n_x}"
+        )
+    X = np.sqrt(n_x) * ortho_group.rvs(n_x, random_state=g)[:n_in]
+    U_t = ortho_group.rvs(n_out, random_state=g)
+    V_t = ortho_group.rvs(n_in, random_state=g)[:, :n_out]
+    Y = U_t @ np.diag(s) @ V_t.T @ X
+    R = np.eye(hidden)[:, :n_out]  # orthonormal directions r_a
+    U0, V0 = (np.sqrt(rho0) * (T @ R.T) for T in (U_t, V_t))
+    return X, Y, U0, V0
+
+
+def orthogonal_samples_run(
+    lam: object, y: object, eps: float, lr: float, n_steps: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GD and Theorem 5's ``xi``-ODE (Eq. 36) on orthogonal samples.
+
+    The samples are ``A_n = diag(lam[n])`` (orthogonal: no mode belongs to
+    two samples), the start ``W(0) = sqrt(eps) I`` (every ``z_k(0) =
+    eps``); GD on ``W`` (:func:`nqf_lite.dynamics.solvable.gd_nqf`) is
+    recorded every step. ``lam`` has shape ``(m, p)``, ``y`` ``(m,)``.
+
+    Returns
+    -------
+    t : ndarray, shape (T,)
+    res_gd, res_th : ndarray, shape (T, m)
+        The per-sample residuals ``Delta_n = Tr[M A_n] - y_n``, of GD and
+        of the theorem.
+    """
+    lam, y = as_array("lam", lam, ndim=2), as_array("y", y, ndim=1)
+    if len(y) != len(lam):
+        raise ValueError(f"y must have {len(lam)} labels, got {len(y)}")
+    p, eps = lam.shape[1], positive("eps", eps)
+    A = np.stack([np.diag(v) for v in lam])
+    t, M = S.gd_nqf(A, y, np.sqrt(eps) * np.eye(p), lr, n_steps)
+    res_gd = np.einsum("tkk,nk->tn", M, lam) - y
+    xi = S.orthogonal_samples_xi(t, lam, y, np.full(p, eps))
+    z = S.orthogonal_samples_z(xi, lam, np.full(p, eps))
+    return t, res_gd, z @ lam.T - y
+
+
+def projector_gd_run(
+    A: object,
+    y: object,
+    Pi: object,
+    z0: object,
+    W0: object,
+    lr: float,
+    t: object,
+    z_th: object,
+) -> dict:
+    """:func:`projector_gd` up to the last time of the grid ``t``, recorded
+    on ``t`` (``t`` evenly spaced from 0); GD's coordinates ``z``, off-span
+    part ``off``, largest relative gap ``map_err`` to the exact GD map (Eq.
+    262) and largest gap ``gap`` to the flow's ``z_th`` (Eqs. 256-257)."""
+    t, lr = as_array("t", t, ndim=1), positive("lr", lr)
+    z_th = as_array("z_th", z_th, ndim=2)
+    if len(z_th) != len(t):
+        raise ValueError(
+            f"z_th must have {len(t)} rows (times), got {len(z_th)}"
+        )
+    n_steps = int(round(t[-1] / lr))
+    every = n_steps // (len(t) - 1)
+    z, z_map, off = projector_gd(A, y, Pi, z0, W0, lr, n_steps, every)
+    map_err, gap = np.abs(z / z_map - 1).max(), np.abs(z - z_th).max()
+    return dict(z=z, off=off, map_err=map_err, gap=gap)
+
+
+def saxe_gd(
+    U0: object,
+    V0: object,
+    X: object,
+    Y: object,
+    lr: float,
+    t_end: float,
+    records: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`linear_gd_singular_values` up to the time ``t_end``, recorded
+    ``records`` times: the times and the top singular values (Cor. 4)."""
+    lr, t_end = positive("lr", lr), positive("t_end", t_end)
+    n_steps = int(round(t_end / lr))
+    every = n_steps // integer("records", records)
+    sv = linear_gd_singular_values(U0, V0, X, Y, lr, n_steps, every)
+    return lr * every * np.arange(len(sv)), sv
