@@ -8,6 +8,8 @@ slope of its exponent.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -125,6 +127,29 @@ def test_staged_bad_input():
         atlas.staged_run("phase_retrieval", PR_RATES, 0, 1e-6, 0, 0.2, 5)
     with pytest.raises(ValueError, match="two runs"):
         atlas.compare_switch_on([{}], 1e-6, 0.2, 8, 3.0, None, 0.01)
+
+
+def test_remainder_sweep_of_phase_retrieval_by_hand():
+    model = MODELS["phase_retrieval"]
+    draws = [model.sample(np.random.default_rng(k)) for k in range(2)]
+    sweep, pairs = atlas.remainder_sweep(model, draws, [0.1, 1.0])
+    by_hand = [np.sum((a @ W) ** 2) for W, a in draws]  # exact row: y = NQF
+    assert sweep.shape == (2, 2) and sweep.max() < 1e-12
+    assert np.allclose(pairs, np.array([by_hand, by_hand]).T, rtol=1e-12)
+    with pytest.raises(ValueError, match="eps_grid"):
+        atlas.remainder_sweep(model, draws, [[0.1, np.nan]])
+
+
+def test_table3_row_and_registry_row():
+    cited = SimpleNamespace(reference="[3, 7]; Table 3, row 12")
+    assert atlas.table3_row(cited) == 12
+    assert atlas.table3_row(SimpleNamespace(reference="Prop. 4")) is None
+    mlp = MODELS["mlp"]
+    W, x = mlp.sample(np.random.default_rng(0))
+    row = atlas.registry_row(mlp, x)
+    assert row[0] == 9 and row[1] == mlp.title  # the tanh MLP is row 9
+    # A of a 2-layer MLP couples u and v only: feed-forward, rank 2
+    assert row[4:8] == [mlp.p, "leading order", "feed-forward (Eq. 17)", 2]
 
 
 def test_structure_class_hand_cases():

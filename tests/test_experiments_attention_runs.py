@@ -16,6 +16,7 @@ from nqf_lite.experiments.attention_runs import (
     attention_forward,
     attention_models,
     attention_task,
+    half_speed_gaps,
     log_contrast,
     logit_mean_square,
     on_slower_clock,
@@ -139,6 +140,21 @@ def test_statistics_by_hand():
     logs = np.log([1.2, 1.5, 1.1])
     se = logs.std(ddof=1) / np.sqrt(3)
     assert ratio_lower(logs) == pytest.approx(np.exp(logs.mean() - 3 * se))
+
+
+def test_half_speed_gaps_by_hand():
+    # one member, one training input, targets 0: losses are squared outputs
+    f = {
+        "model": np.array([2.0, 2**0.5, 0.0]).reshape(3, 1, 1, 1),
+        "nqf2": np.full((3, 1, 1, 1), 2.0),
+    }
+    Y = torch.zeros(1, 2, 1, dtype=torch.float64)
+    g2, g_half = half_speed_gaps(f, Y, n_train=1)
+    # network loss (4, 2, 0), mean 2; the NQF's (4, 4, 4): |diff| (0, 2, 4);
+    # at half speed (4, 3, 2): |diff| (0, 1, 2)
+    assert g2 == pytest.approx([1.0]) and g_half == pytest.approx([0.5])
+    with pytest.raises(ValueError, match="nqf2"):
+        half_speed_gaps({"model": f["model"]}, Y, n_train=1)
 
 
 def test_bad_input_is_refused():

@@ -5,6 +5,9 @@ The runners of chapter 8 ("One model, seventeen faces"):
 - :func:`native`, :func:`quadratic_form`, :func:`remainder_gap`: a registered
   model and its quadratic form ``f0 + g.mu + mu^T B mu + Tr[M A]`` (Thm 1,
   Eq. 2) at the same weights;
+- :func:`remainder_sweep`: both over draws and a grid of scales;
+  :func:`table3_row`, :func:`registry_row`: a model's row of Table 3 and of
+  the chapter's table of the registry;
 - :func:`coefficient_gap`: the closed-form structure against autograd's
   Taylor coefficients; :func:`structure_class`: what kind of matrix an
   ``A(x)`` is; :func:`is_even`: whether the odd Taylor terms vanish;
@@ -17,6 +20,7 @@ The runners of chapter 8 ("One model, seventeen faces"):
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -51,13 +55,16 @@ __all__ = [
     "is_even",
     "native",
     "quadratic_form",
+    "registry_row",
     "remainder_gap",
     "remainder_slope",
+    "remainder_sweep",
     "signed_remainder",
     "staged_data",
     "staged_prediction",
     "staged_run",
     "structure_class",
+    "table3_row",
 ]
 
 #: the registered models whose staged learning chapter 8 predicts
@@ -141,6 +148,56 @@ def remainder_gap(model: Model, W: np.ndarray, x: Any, eps: float) -> float:
     """
     nqf = quadratic_form(model, W, x, eps)
     return float(np.max(np.abs(native(model, eps * W, x) - nqf)))
+
+
+def remainder_sweep(
+    model: Model, draws: Sequence, eps_grid: object
+) -> tuple[np.ndarray, np.ndarray]:
+    """The remainder of Thm 1, Eq. 2 over draws and weight scales, and
+    the NQF next to the model at the sampled weights (Eq. 4).
+
+    Parameters
+    ----------
+    model : Model
+    draws : sequence of (W, x)
+        Samples of the model (``model.sample``).
+    eps_grid : array_like
+        The weight scales.
+
+    Returns
+    -------
+    sweep : ndarray, shape (draws, scales)
+        :func:`remainder_gap` of each draw at each scale.
+    pairs : ndarray, shape (draws, 2)
+        ``(NQF, model)`` at the sampled weights, first output.
+    """
+    eps_grid = as_array("eps_grid", eps_grid)
+    gaps = [[remainder_gap(model, *d, e) for e in eps_grid] for d in draws]
+    both = [(quadratic_form(model, *d), native(model, *d)) for d in draws]
+    pairs = [[np.ravel(f)[0] for f in fs] for fs in both]
+    return np.array(gaps), np.array(pairs)
+
+
+def table3_row(model: Model) -> int | None:
+    """The row of the paper's Table 3 (App. A.2) that a model's reference
+    cites ("Table 3, row 9"), or None for a model outside the table."""
+    found = re.search(r"Table 3, row (\d+)", model.reference)
+    return int(found.group(1)) if found else None
+
+
+def registry_row(model: Model, x: Any) -> list:
+    """A model's row of chapter 8's table of the registry (Table 3, App.
+    A.2): its Table 3 row (or "—"), title, the first formula of its class
+    docstring, neurons, ``p``, whether it is exact, :func:`structure_class`
+    of ``A(x)`` at the input ``x`` and the rank, and its first citation.
+    """
+    kind, rank = structure_class(model.structure(x).A)
+    doc = (type(model).__doc__ or "").split("\n\n")[0].replace("\n", " ")
+    formula = (re.findall(r"``(.+?)``", doc) + [""])[0]  # the first formula
+    refs = re.findall(r"\[[\d, ]+\]", model.reference) + [model.reference]
+    how = "yes" if model.exact else "leading order"
+    row = [table3_row(model) or "—", model.title, formula, model.neurons]
+    return row + [model.p, how, kind, rank, refs[0]]
 
 
 def coefficient_gap(model: Model, W: np.ndarray, x: Any) -> float:

@@ -8,7 +8,9 @@ single-head attention network next to its 2-layer and 1-layer NQFs.
   weights, for :func:`~nqf_lite.experiments.deep_runs.train_together`;
 - :func:`logit_mean_square`: the size of the layer-1 logits at step zero;
 - :func:`on_slower_clock`, :func:`log_contrast`, :func:`ratio_lower`: the
-  controls and the function-space contrast of the book's claims.
+  controls and the function-space contrast of the book's claims;
+- :func:`half_speed_gaps`: the two groups the bound of the tracks claims is
+  set between.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from torch import Tensor
 from nqf_lite._checks import integer, natural, positive, sequence
 from nqf_lite.deep.deep_nqf import AttentionLayer, DeepNQF
 from nqf_lite.experiments.deep_runs import N_TEST, N_TRAIN, mean_se, pair
+from nqf_lite.experiments.deep_runs import rel_gap
 
 __all__ = [
     "D_TOK",
@@ -29,6 +32,7 @@ __all__ = [
     "attention_forward",
     "attention_models",
     "attention_task",
+    "half_speed_gaps",
     "log_contrast",
     "logit_mean_square",
     "on_slower_clock",
@@ -285,3 +289,39 @@ def ratio_lower(log_ratio: np.ndarray) -> float:
     """
     m, se = mean_se(log_ratio)
     return float(np.exp(m - 3 * se))
+
+
+def half_speed_gaps(
+    f: dict, Y: Tensor, n_train: int = N_TRAIN
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two groups of per-member loss gaps that the bound of the
+    attention tracks claims lies between (this book, on the paper's Fig. 8,
+    App. B.4): the 2-layer NQF's gap to the network, and the gap of the
+    network's own loss curve read at half speed (:func:`on_slower_clock`).
+
+    Parameters
+    ----------
+    f : dict
+        ``"model"`` and ``"nqf2"``: training outputs ``(records, S, n, 1)``
+        as ``train_together(..., outputs=True)`` records them.
+    Y : Tensor ``(S, N, 1)``
+        The targets; the first ``n_train`` inputs are the training set.
+    n_train : int
+
+    Returns
+    -------
+    (nqf2 gaps, half-speed gaps) : ndarrays ``(S,)``
+        :func:`~nqf_lite.experiments.deep_runs.rel_gap` of each to the
+        network's training loss.
+    """
+    missing = {"model", "nqf2"} - set(f)
+    if missing:
+        raise ValueError(f"f must hold the outputs of {sorted(missing)}")
+    n_train = integer("n_train", n_train)
+    target = Y[None, :, :n_train].numpy()
+    loss = {  # training loss, shaped (records, 1, members) for rel_gap
+        n: ((f[n] - target) ** 2).mean((2, 3))[:, None]
+        for n in ("model", "nqf2")
+    }
+    half = on_slower_clock(loss["model"])
+    return rel_gap(loss["model"], loss["nqf2"]), rel_gap(loss["model"], half)
