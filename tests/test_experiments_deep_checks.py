@@ -15,6 +15,7 @@ from nqf_lite.experiments.deep_checks import (
     theorem14_general,
     theorem15_check,
     theorem15_general,
+    conditioned_theorem15,
 )
 
 
@@ -39,6 +40,30 @@ def test_theorem15_checks_compress_to_k_plus_one():
     # the run's own sensitivity to a start moved by 1e-12: of that order on
     # a stable run (zero would mean the start was not moved)
     assert 1e-14 < run["floor"] < 1e-9
+
+
+def test_an_ill_conditioned_start_is_passed_over():
+    def starts():
+        yield from (np.random.default_rng(s) for s in (3, 4, 5))
+
+    floors = [
+        theorem15_general(np.random.default_rng(s), steps=5)["floor"]
+        for s in (3, 4)
+    ]
+    # a cutoff between the first two starts' floors skips the larger one
+    lo, hi = sorted(floors)
+    run, skipped = conditioned_theorem15(
+        starts(), cutoff=(lo + hi) / 2, steps=5
+    )
+    assert skipped == floors.index(lo)
+    assert run["floor"] == lo
+    # accepting everything takes the first start as it is
+    run, skipped = conditioned_theorem15(starts(), cutoff=1.0, steps=5)
+    assert skipped == 0 and run["floor"] == floors[0]
+    with pytest.raises(RuntimeError, match="none of 3 starts"):
+        conditioned_theorem15(starts(), cutoff=1e-300, steps=5)
+    with pytest.raises(ValueError, match="cutoff"):
+        conditioned_theorem15(starts(), cutoff=0.0)
 
 
 def test_bad_input_is_refused():

@@ -19,19 +19,29 @@ Used by the chapters, the tests and the benchmarks.
 - :mod:`~nqf_lite.experiments.real_networks`: chapter 3's runners: twin
   checks, the Fig. 2 ensembles, online teachers (Fig. 6), the digits
   splits (Fig. 7);
-- :mod:`~nqf_lite.experiments.power_laws`: the power-law runs of chapter 7
-  (Thms 9, 11; Eqs. 292-298; Prop. 9): exponents of exact loss curves, the
-  one-hot and Fourier ensembles, the plain-MLP control, the NTK's drift;
+- :mod:`~nqf_lite.experiments.power_laws`: the exact power-law theory of
+  chapter 7 (Thms 9, 11; Eqs. 292-298): exponents of exact loss curves,
+  Eq. 295's drift, the Fig. 5 comparisons of a network with its NQF;
+- :mod:`~nqf_lite.experiments.power_law_networks`: chapter 7's networks:
+  the one-hot and Fourier ensembles against the exact theory, the
+  plain-MLP control, the NTK's drift with the width (Eq. 49, Fig. 5,
+  Prop. 9);
 - :mod:`~nqf_lite.experiments.deep_runs`: a tanh MLP next to its deep NQFs
-  (the paper's Fig. 8), several models trained at once, and the checks of
-  Theorems 14 and 15 (chapter 9);
+  (the paper's Fig. 8), several models trained at once, their loss gaps
+  (chapter 9);
+- :mod:`~nqf_lite.experiments.deep_checks`: the live checks of Theorems 14
+  and 15 on the MLP stack and on a general stack with g, B != 0, on
+  well-conditioned runs (chapter 9);
 - :mod:`~nqf_lite.experiments.attention_runs`: the attention half of the
   paper's Fig. 8 (chapter 9);
 - :mod:`~nqf_lite.experiments.limits`: the runs of chapter 10 (where the
-  theory stops): Theorem 13 against Taylor's formula, normalised layers,
-  GD vs Adam from W and WO, the Fourier MLP of the paper's Fig. 5;
+  theory stops): Theorem 13 against a hand expansion and Taylor's formula,
+  the GELU teaser's plateaus, normalised layers, a tanh layer against its
+  NQF across initial scales, GD vs Adam from W and WO, the Fourier MLP of
+  the paper's Fig. 5;
 - :mod:`~nqf_lite.experiments.sudden_learning`: the runs of chapter 6: the
-  GLV flow in rescaled time, GD on projector data (Thm 16), the linear
+  GLV flow in rescaled time, orthogonal (Thm 5), proportional (Thm 4) and
+  isotropic (Thm 7) samples, GD on projector data (Thm 16), the linear
   network of Cor. 4;
 - :mod:`~nqf_lite.experiments.atlas`: each model of Table 3 against its
   NQF, and staged learning predicted from A(x) (chapter 8);

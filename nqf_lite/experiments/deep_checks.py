@@ -9,6 +9,9 @@ general stack with ``g, B != 0`` (``_general``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -32,6 +35,8 @@ __all__ = [
     "theorem14_general",
     "theorem15_check",
     "theorem15_general",
+    "conditioned_theorem15",
+    "CONDITIONED",
 ]
 
 F64 = torch.float64
@@ -205,6 +210,11 @@ def theorem15_check(seed: int, steps: int = 100, m: int = 3) -> tuple:
 #: run amplifies rounding (``theorem15_general``'s ``"floor"``): 1e4 times
 #: float64's rounding of a step
 SENSITIVITY = 1e-12
+#: a start whose full run moves further than this from a start
+#: ``SENSITIVITY`` away (an amplification above ten) is ill-conditioned:
+#: float64 cannot resolve an identity along it (see
+#: :func:`conditioned_theorem15`)
+CONDITIONED = 10 * SENSITIVITY
 
 
 def _direction(W: Tensor) -> Tensor:
@@ -243,8 +253,9 @@ def theorem15_general(
         in ``(M, mu)`` relative, when its weights start ``SENSITIVITY``
         (relative) away. Rounding is a perturbation of about ``1e-16`` a
         step; where GD is transiently unstable (the random general layers
-        make it so on a few starts in a hundred) it is amplified, and two exact
-        routes agree only to that amplification.
+        make it so on about four starts in a hundred, some of them chaotic)
+        it is amplified, and two exact routes agree only to that
+        amplification.
     """
     gen = _source(gen)
     steps, n, lr = integer("steps", steps), integer("n", n), positive("lr", lr)
@@ -295,3 +306,39 @@ def theorem15_general(
         "moved": _gap(out[-1], out[0]),
         "v0": min(float(v.abs().max()) for v in v0),
     }
+
+
+def conditioned_theorem15(
+    draws: Iterable[object], cutoff: float = CONDITIONED, **kw: Any
+) -> tuple[dict, int]:
+    """:func:`theorem15_general` on the first of ``draws`` whose full run is
+    well-conditioned (``"floor" <= cutoff``), and how many were passed over.
+
+    The choice looks at the full stack's run only, never at the compressed
+    one the theorem is checked on, so it cannot favour the theorem.
+
+    Parameters
+    ----------
+    draws : iterable of numpy Generators or int seeds
+        The starts to try, in order (the first is the seed's own).
+    cutoff : float > 0
+        Largest ``"floor"`` accepted.
+    **kw
+        Passed to :func:`theorem15_general` (``steps``, ``n``, ``lr``).
+
+    Raises
+    ------
+    RuntimeError
+        If no start in ``draws`` is well-conditioned.
+    """
+    cutoff = positive("cutoff", cutoff)
+    skipped = 0
+    for gen in draws:
+        run = theorem15_general(gen, **kw)
+        if run["floor"] <= cutoff:
+            return run, skipped
+        skipped += 1
+    raise RuntimeError(
+        f"none of {skipped} starts has a well-conditioned run (floor <= "
+        f"{cutoff:g})"
+    )
