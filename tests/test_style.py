@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -168,3 +169,15 @@ def test_no_code_cell_is_longer_than_60_lines():
 def test_the_chapters_code_lines_do_not_grow():
     total = sum(n for *_, n in _code_cells())
     assert total < BOOK_CODE_LINES, f"{total} code lines in the chapters"
+
+
+def test_no_cross_reference_is_split_over_two_lines():
+    # Sphinx reads ":func:`~a.b.\n c`" as the target "a.b. c": not found
+    role = re.compile(r":(func|class|mod|meth|data|attr|obj):`[^`]*$")
+    split = [
+        f"{path.relative_to(ROOT)}:{i}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for i, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if role.search(line)
+    ]
+    assert not split, f"cross-references split over two lines: {split}"

@@ -151,9 +151,9 @@ def feedforward_split(A: Any) -> int | None:
     """The split of ``A`` in the feed-forward form of Eq. 17, if it has one.
 
     ``A = 1/2 [[0, C], [C^T, 0]]`` with ``W = [Z1; Z2]`` split after row
-    ``split`` (Eqs. 17-18; :func:`~nqf_lite.expansion.models.
-    feedforward_blocks`). Phase retrieval's ``A = a a^T`` has no such form
-    (Table 3).
+    ``split`` (Eqs. 17-18; the blocks as
+    :func:`~nqf_lite.expansion.models.blocks.feedforward_blocks` builds
+    them). Phase retrieval's ``A = a a^T`` has no such form (Table 3).
 
     Parameters
     ----------

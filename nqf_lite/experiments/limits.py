@@ -343,8 +343,9 @@ def fourier_exponents(
     a0, W0 : array_like, shape (S, P)
         The starts of the ``S`` runs.
     psi : array_like, shape (M, P)
-        The features (:func:`~nqf_lite.expansion.models.fourier.
-        fourier_features`).
+        The features, as
+        :func:`~nqf_lite.expansion.models.fourier.fourier_features` makes
+        them.
     theta, beta, c, scale : float
         Feature decay, target decay, target amplitude, output prefactor.
     lr : float
