@@ -181,3 +181,27 @@ def test_no_cross_reference_is_split_over_two_lines():
         if role.search(line)
     ]
     assert not split, f"cross-references split over two lines: {split}"
+
+
+def test_no_claims_cell_prints_its_return_value():
+    # a cell ending in claims.check(...)/claims.table(...) would show the
+    # measured values under it on the page: end it with ";"
+    stray = []
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] != "code" or source.lstrip().startswith("%"):
+                continue
+            try:
+                body = ast.parse(source).body
+            except SyntaxError:
+                continue
+            last = body[-1] if body else None
+            if (
+                isinstance(last, ast.Expr)
+                and isinstance(last.value, ast.Call)
+                and ast.unparse(last.value.func).startswith("claims.")
+                and not source.rstrip().endswith(";")
+            ):
+                stray.append(f"{nb.stem}:{cell.get('id')}")
+    assert not stray, f"cells that print a claim's value: {stray}"
