@@ -164,3 +164,19 @@ def test_deep_nqf_keeps_its_methods():
         "closed_step", "train", "train_closed",
     ):  # fmt: skip
         assert callable(getattr(DeepNQF, name)), name
+
+
+def test_weights_and_members_name_the_argument():
+    from nqf_lite._checks import members, weights
+
+    W = np.ones((3, 2))
+    assert weights("W", W) is not None and weights("W", W, 3).shape == (3, 2)
+    with pytest.raises(ValueError, match=r"W1 must have shape \(4, d\)"):
+        weights("W1", W, 4)
+    with pytest.raises(ValueError, match=r"Ws\[0\] must have shape \(p, d\)"):
+        weights("Ws[0]", np.ones((3, 0)))
+    with pytest.raises(ValueError, match="W must have 2 axes"):
+        weights("W", np.ones(3))
+    assert members("seeds", iter([1, 2])) == [1, 2]
+    with pytest.raises(ValueError, match="seeds must hold at least one"):
+        members("seeds", [])

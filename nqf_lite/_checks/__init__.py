@@ -47,6 +47,7 @@ from nqf_lite._checks.theory import (
     glv_rates,
     glv_system,
     matrix,
+    members,
     model_input,
     nonempty_times,
     nqf,
@@ -56,6 +57,7 @@ from nqf_lite._checks.theory import (
     times,
     torch_tensor,
     unit_interval,
+    weights,
 )
 
 __all__ = [
@@ -81,6 +83,7 @@ __all__ = [
     "instance",
     "integer",
     "matrix",
+    "members",
     "model_input",
     "module_input",
     "natural",
@@ -100,6 +103,7 @@ __all__ = [
     "torch_generator",
     "torch_tensor",
     "unit_interval",
+    "weights",
     "vector",
     "width",
 ]

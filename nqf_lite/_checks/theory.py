@@ -245,3 +245,24 @@ def model_input(name: str, value: object) -> None:
         as_array(name, value)  # TypeError: complex or bool; ValueError: NaN
     elif isinstance(value, (complex, np.complexfloating)):
         raise TypeError(f"{name} must be real, got the complex {value!r}")
+
+
+def weights(name: str, value: object, p: int | None = None) -> np.ndarray:
+    """A layer's weights ``W`` of shape ``(p, d)``, one neuron a column,
+    ``d >= 1`` (and ``p`` rows when given)."""
+    W = as_array(name, value, ndim=2)
+    if 0 in W.shape or (p is not None and W.shape[0] != p):
+        rows = "p" if p is None else p
+        raise ValueError(
+            f"{name} must have shape ({rows}, d) with d >= 1, got {W.shape}"
+        )
+    return W
+
+
+def members(name: str, value: object) -> list:
+    """An ensemble's members (seeds, generators, weights) as a non-empty
+    list."""
+    values = list(value)
+    if not values:
+        raise ValueError(f"{name} must hold at least one member")
+    return values

@@ -23,7 +23,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from nqf_lite._checks import as_array, integer, nqf, positive, width
+from nqf_lite._checks import (
+    integer,
+    members,
+    nqf,
+    positive,
+    weights,
+    width,
+)
 from nqf_lite.dynamics.momentum import (
     AdamState,
     MomentumState,
@@ -60,13 +67,6 @@ MOMENTS = ("M", "mu", "S", "N", "nu")
 def _gap(*pairs: tuple[np.ndarray, np.ndarray]) -> float:
     """The largest entry of ``|a - b|`` over the pairs ``(a, b)``."""
     return max(np.max(np.abs(a - b)) for a, b in pairs)
-
-
-def _weights(W: object) -> np.ndarray:
-    W = as_array("W", W, ndim=2)
-    if 0 in W.shape:
-        raise ValueError(f"W must have shape (p, d), d >= 1, got {W.shape}")
-    return W
 
 
 def general_task(
@@ -133,13 +133,6 @@ def general_task(
     return model, labels, batches, sigma * r.standard_normal((p, d))
 
 
-def _members(name: str, values: object) -> list:
-    values = list(values)
-    if not values:
-        raise ValueError(f"{name} must hold at least one member")
-    return values
-
-
 def closure_gap(
     model: NQF,
     Ws: Sequence[np.ndarray],
@@ -170,10 +163,11 @@ def closure_gap(
     float
         The largest ``|f_W - f_closed|`` over layers, optimisers and steps.
     """
-    model, Ws = nqf("model", model), _members("Ws", Ws)
+    model, Ws = nqf("model", model), members("Ws", Ws)
     worst = 0.0
     for bs in (None, batches):
-        for W in map(_weights, Ws):
+        for i, W in enumerate(Ws):
+            W = weights(f"Ws[{i}]", W)
             run = dict(y=y, lr=lr, steps=steps, batches=bs)
             f_W = model.train(W, **run)[1]
             f_c = model.train_closed(*start, W.shape[1], **run)[1]
@@ -209,7 +203,7 @@ def same_moments_gaps(
     ndarray, shape (len(seeds),)
         Each member's largest ``|f_10 - f_d|`` over steps and inputs.
     """
-    seeds, rngs = _members("seeds", seeds), _members("rngs", rngs)
+    seeds, rngs = members("seeds", seeds), members("rngs", rngs)
     if len(rngs) != len(seeds):
         raise ValueError(f"rngs must hold {len(seeds)} generators, one a seed")
     lr, d = positive("lr", lr), width("d", d)
@@ -270,7 +264,7 @@ def momentum_gaps(
     drift : ndarray, shape (steps,)
         Relative gap of the recursion run on its own from the start.
     """
-    model, W = nqf("model", model), _weights(W)
+    model, W = nqf("model", model), weights("W", W)
     W, Vel = W.copy(), np.zeros_like(W)
     d = W.shape[1]
     # the recursion, run on its own from the start
@@ -317,7 +311,7 @@ def heavy_ball_predictions(
     ndarray, shape (steps + 1, m) (or (steps + 1, m, V))
         The predictions before the first step and after every step.
     """
-    model, W = nqf("model", model), _weights(W)
+    model, W = nqf("model", model), weights("W", W)
     Vel, preds = np.zeros_like(W), [model.predict_W(W)]
     for batch in batches:
         W, Vel = heavy_ball_step(model, W, Vel, y, lr, beta, batch=batch)
@@ -373,7 +367,7 @@ def twin_gap(
     ndarray, shape (n_steps,)
     """
     model, n_steps = nqf("model", model), integer("n_steps", n_steps)
-    W1, W2 = _weights(W1), _weights(W2)
+    W1, W2 = weights("W1", W1), weights("W2", W2)
     s1, s2, curve = None, None, []
     for _ in range(n_steps):
         (W1, s1), (W2, s2) = step(W1, s1), step(W2, s2)
@@ -399,7 +393,7 @@ def ntk_autograd(model: NQF, W: object) -> np.ndarray:
     -------
     ndarray, shape (m, m)
     """
-    model, W = nqf("model", model), _weights(W)
+    model, W = nqf("model", model), weights("W", W)
     if model.V is not None or W.shape[0] != model.p:
         raise ValueError(
             f"W must have shape (p, d) = ({model.p}, d) for a scalar-output "
@@ -547,7 +541,7 @@ def adam_twins(
         :func:`twin_gap` of Adam with ``W O``, of Adam with the permuted
         ``W``, and of GD with ``W O``.
     """
-    model, W = nqf("model", model), _weights(W)
+    model, W = nqf("model", model), weights("W", W)
     lr_adam, lr_gd = positive("lr_adam", lr_adam), positive("lr_gd", lr_gd)
 
     def adam(W: np.ndarray, state: AdamState | None) -> tuple:
@@ -589,7 +583,7 @@ def adam_ensemble(
     tuple of three ndarray, shape (len(seeds), steps)
         The curves of :func:`adam_twins`, one row a member.
     """
-    seeds, sigma = _members("seeds", seeds), positive("sigma", sigma)
+    seeds, sigma = members("seeds", seeds), positive("sigma", sigma)
     curves = []
     for seed in seeds:
         r = np.random.default_rng(seed)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from nqf_lite._checks import as_array, integer, nqf, positive, width
+from nqf_lite._checks import as_array, integer, nqf, positive, weights, width
 from nqf_lite.dynamics.compression import (
     compress,
     compression_residual,
@@ -43,13 +43,6 @@ __all__ = [
 def _gap(*pairs: tuple[np.ndarray, np.ndarray]) -> float:
     """The largest entry of ``|a - b|`` over the pairs ``(a, b)``."""
     return max(np.max(np.abs(a - b)) for a, b in pairs)
-
-
-def _weights(W: object, p: int) -> np.ndarray:
-    W = as_array("W", W, ndim=2)
-    if W.shape[0] != p or W.shape[1] < 1:
-        raise ValueError(f"W must have shape ({p}, d), d >= 1, got {W.shape}")
-    return W
 
 
 def train_with_twin(
@@ -95,7 +88,7 @@ def train_with_twin(
         inputs, then on the test inputs, after every step.
     """
     model, test = nqf("model", model), nqf("test", test)
-    W, steps = _weights(W, model.p), integer("steps", steps)
+    W, steps = weights("W", W, model.p), integer("steps", steps)
     if batches is not None and len(batches) < steps:
         raise ValueError(f"batches must hold at least {steps} minibatches")
     small, W_small, lr_small = twin
@@ -143,7 +136,7 @@ def final_test_gap(
     float
     """
     model, test = nqf("model", model), nqf("test", test)
-    W, steps = _weights(W, model.p), integer("steps", steps)
+    W, steps = weights("W", W, model.p), integer("steps", steps)
     d = W.shape[1]
     small, W_small, lr_small = compress(model, W, lr)
     d_small = W_small.shape[1]
@@ -346,7 +339,7 @@ def corollary3_twins(
         ``(steps + 1, 2)``).
     """
     model = nqf("model", model)
-    W = _weights(W, model.p)
+    W = weights("W", W, model.p)
     steps, every = integer("steps", steps), integer("every", every)
     d = W.shape[1]
     V = data_subspace(model)
